@@ -1,0 +1,194 @@
+//! The output ledger: the one combined budget over what a run may hand back (REFERENCE.md §3.10).
+//!
+//! What is counted is `bytes(JSON(logs)) + bytes(JSON(value))` for a success, or
+//! `bytes(JSON(logs)) + bytes(JSON(error.message))` for a failure, in compact JSON with ECMAScript
+//! number spelling. The result envelope (field names, braces, the kind) is free. The ledger starts
+//! at 2 bytes for the empty log array `[]`; each admitted entry costs its JSON string size plus one
+//! comma after the first.
+//!
+//! Both providers keep exactly one ledger per run and build every result through
+//! [`OutputLedger::settle`], so the two languages fail the same way at the same byte.
+
+use crate::json::{self, JsonValue};
+use crate::result::{CodeRunFailure, CodeRunResult};
+
+/// The output budget of one run, and the logs admitted against it so far.
+///
+/// Created when a run starts, fed every log entry in emission order, and consumed by
+/// [`settle`](OutputLedger::settle) when the run ends. Admission is O(length of the entry) and
+/// allocates nothing beyond storing the entry.
+#[derive(Debug)]
+pub struct OutputLedger {
+    max: usize,
+    used: usize,
+    logs: Vec<String>,
+    /// Set once the budget is exceeded; the entry that did not fit, if a log caused it.
+    exceeded: Option<Option<String>>,
+}
+
+/// What became of a log entry offered to [`OutputLedger::admit_log`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "an exceeded ledger means the run must end now"]
+pub enum Admission {
+    /// The entry fits and is kept.
+    Admitted,
+    /// The budget is exceeded (by this entry or earlier): the provider should stop the program and
+    /// [`settle`](OutputLedger::settle), which yields the `output-limit` result.
+    Exceeded,
+}
+
+/// How a run ended, before the output budget is applied.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The program completed, returning `Some(value)` or nothing.
+    Completed(Option<JsonValue>),
+    /// The program or its substrate failed.
+    Failed(CodeRunFailure),
+}
+
+impl OutputLedger {
+    /// The smallest budget a provider may be configured with: `[]` plus the quotes of an empty
+    /// diagnostic.
+    pub const MIN_MAX_OUTPUT_BYTES: usize = 4;
+
+    /// An empty ledger with a budget of `max_output_bytes`.
+    ///
+    /// Any budget works; providers validate theirs against [`Self::MIN_MAX_OUTPUT_BYTES`] at
+    /// construction (see [`Limits`](crate::Limits)).
+    pub fn new(max_output_bytes: usize) -> Self {
+        Self { max: max_output_bytes, used: 2, logs: Vec::new(), exceeded: None }
+    }
+
+    /// The budget.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Bytes used so far (2 for an empty log array).
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Bytes still free for logs and the final value or diagnostic.
+    pub fn remaining(&self) -> usize {
+        self.max.saturating_sub(self.used)
+    }
+
+    /// The entries admitted so far, in order.
+    pub fn logs(&self) -> &[String] {
+        &self.logs
+    }
+
+    /// Whether the budget has been exceeded; every later entry is dropped.
+    pub fn is_exceeded(&self) -> bool {
+        self.exceeded.is_some()
+    }
+
+    /// Offers one log entry, in emission order.
+    ///
+    /// An entry that does not fit exceeds the budget: it is kept aside (its prefix may appear in the
+    /// `output-limit` result) and every later entry is dropped.
+    pub fn admit_log(&mut self, entry: String) -> Admission {
+        if self.exceeded.is_some() {
+            return Admission::Exceeded;
+        }
+        let separator = usize::from(!self.logs.is_empty());
+        let cost = json::string_len(&entry) + separator;
+        if cost <= self.remaining() {
+            self.used += cost;
+            self.logs.push(entry);
+            Admission::Admitted
+        } else {
+            self.exceeded = Some(Some(entry));
+            Admission::Exceeded
+        }
+    }
+
+    /// Records that the substrate itself detected an overflow (for instance a worker-side buffer
+    /// that refused an entry before it reached the host). Later entries are dropped.
+    pub fn exceed(&mut self) {
+        self.exceeded.get_or_insert(None);
+    }
+
+    /// Builds the run's result from how it ended, applying the budget.
+    ///
+    /// - an exceeded ledger yields the `output-limit` result whatever the outcome;
+    /// - a completion value must be lossless JSON (else `invalid-output`) and fit the remaining
+    ///   budget;
+    /// - a failure's message must fit the remaining budget as a JSON string.
+    ///
+    /// Whatever does not fit becomes the *limit result*: `output-limit` with the logs re-trimmed to
+    /// leave room for `outer output exceeded <max> bytes` (only a prefix of it when the budget is
+    /// below 32 bytes). The kind of the original failure is not kept (REFERENCE.md C073).
+    pub fn settle(self, outcome: Outcome) -> CodeRunResult {
+        let Self { max, used, logs, exceeded } = self;
+        if let Some(overflow) = exceeded {
+            if let Outcome::Completed(Some(value)) = outcome {
+                json::drop_value(value);
+            }
+            return limit_result(max, logs, overflow);
+        }
+        let room = max.saturating_sub(used);
+        match outcome {
+            Outcome::Completed(None) => CodeRunResult::completed(logs, None),
+            Outcome::Completed(Some(value)) => {
+                if json::validate(&value).is_err() {
+                    json::drop_value(value);
+                    return failure_within(max, room, logs, CodeRunFailure::invalid_output());
+                }
+                if json::encoded_len(&value, room).is_some() {
+                    CodeRunResult::completed(logs, Some(value))
+                } else {
+                    json::drop_value(value);
+                    limit_result(max, logs, None)
+                }
+            }
+            Outcome::Failed(failure) => failure_within(max, room, logs, failure),
+        }
+    }
+}
+
+fn failure_within(
+    max: usize,
+    room: usize,
+    logs: Vec<String>,
+    failure: CodeRunFailure,
+) -> CodeRunResult {
+    if json::string_len(&failure.message) <= room {
+        CodeRunResult::failed(logs, failure)
+    } else {
+        limit_result(max, logs, None)
+    }
+}
+
+/// The limit result of REFERENCE.md §3.10, built from the admitted logs plus the entry that
+/// overflowed (if a log did).
+fn limit_result(max: usize, mut logs: Vec<String>, overflow: Option<String>) -> CodeRunResult {
+    logs.extend(overflow);
+    let full = CodeRunFailure::output_limit(max);
+    // Reserve room for the whole diagnostic as a JSON string; the logs get what is left.
+    let log_budget = max.saturating_sub(json::string_len(&full.message));
+    let mut used = 2;
+    let mut kept = 0;
+    for entry in &mut logs {
+        let separator = usize::from(kept > 0);
+        let cost = json::string_len(entry);
+        if used + separator + cost <= log_budget {
+            used += separator + cost;
+            kept += 1;
+            continue;
+        }
+        if let Some(room) = log_budget.checked_sub(used + separator) {
+            let prefix = json::truncate(entry, room).len();
+            if prefix > 0 {
+                entry.truncate(prefix);
+                used += separator + json::string_len(entry);
+                kept += 1;
+            }
+        }
+        break;
+    }
+    logs.truncate(kept);
+    let message = json::truncate(&full.message, max.saturating_sub(used)).to_owned();
+    CodeRunResult::failed(logs, CodeRunFailure { message, ..full })
+}

@@ -1,0 +1,90 @@
+//! [`Limits`]: the budgets every provider enforces, with their defaults and their validation.
+
+use crate::error::ConfigError;
+use crate::ledger::OutputLedger;
+
+/// The budgets of every run of a provider. Part of each provider's configuration and validated
+/// when the provider is constructed; a request carries no knobs of its own.
+///
+/// ```
+/// let limits = code_runtime::Limits { compute_ms: 5_000, ..Default::default() };
+/// limits.validate()?;
+/// # Ok::<(), code_runtime::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// CPU time the program may consume, in milliseconds. Awaiting a binding costs nothing; a hot
+    /// loop always accrues. Default 60 000.
+    pub compute_ms: u64,
+    /// Wall-clock ceiling from the start of the run, in milliseconds; it never pauses. Must be at
+    /// most 2 147 483 647 (about 24.8 days). Default 600 000.
+    pub max_wall_ms: u64,
+    /// The combined output budget of [`OutputLedger`], in bytes: at least 4, at most 2^53 - 1.
+    /// Default 67 108 864 (64 MiB).
+    pub max_output_bytes: u64,
+    /// Memory the program may use, in MiB. What that covers differs by provider (V8 heap plus
+    /// ArrayBuffer memory; a child's address space); see each provider's docs. Default 512.
+    pub max_memory_mb: u64,
+}
+
+impl Limits {
+    /// The largest accepted `max_wall_ms`: the largest positive `i32`, the common ceiling of timer
+    /// APIs, which keeps every wall deadline representable in either language's runtime.
+    pub const MAX_WALL_MS: u64 = 2_147_483_647;
+
+    /// The largest accepted `max_output_bytes`: the largest integer a double holds exactly, so the
+    /// budget reads the same in JavaScript.
+    pub const MAX_OUTPUT_BYTES: u64 = (1 << 53) - 1;
+
+    /// Checks every field, in declaration order.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid field, e.g. `code-runtime: config.compute_ms must be a positive number,
+    /// got 0`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("compute_ms", self.compute_ms),
+            ("max_wall_ms", self.max_wall_ms),
+            ("max_output_bytes", self.max_output_bytes),
+            ("max_memory_mb", self.max_memory_mb),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::new(key, "must be a positive number", value));
+            }
+        }
+        if self.max_wall_ms > Self::MAX_WALL_MS {
+            return Err(ConfigError::new(
+                "max_wall_ms",
+                "must be at most 2147483647",
+                self.max_wall_ms,
+            ));
+        }
+        let min_output = OutputLedger::MIN_MAX_OUTPUT_BYTES as u64;
+        if !(min_output..=Self::MAX_OUTPUT_BYTES).contains(&self.max_output_bytes) {
+            return Err(ConfigError::new(
+                "max_output_bytes",
+                "must be a safe integer of at least 4",
+                self.max_output_bytes,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A fresh ledger for one run under these limits.
+    pub fn ledger(&self) -> OutputLedger {
+        // Validated limits fit a `usize` on every 64-bit target; saturate elsewhere.
+        OutputLedger::new(usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX))
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            compute_ms: 60_000,
+            max_wall_ms: 600_000,
+            max_output_bytes: 67_108_864,
+            max_memory_mb: 512,
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! What a run produced: [`CodeRunResult`], its [`CodeRunFailure`], the six [`FailureKind`]s, and
+//! the catalogue of exact failure messages every provider uses.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::json::{self, JsonValue};
+
+/// The outcome of one run: what the program printed, and either what it returned or why it failed.
+///
+/// Invariants, upheld by the constructors and checked when deserializing:
+///
+/// - `value` and `error` never coexist;
+/// - `value` is absent when the program returned nothing (`undefined` / `None`); a returned `null`
+///   is `Some(JsonValue::Null)`;
+/// - every string in `logs` and the value (or the error message) together fit the provider's
+///   output budget (see [`OutputLedger`](crate::OutputLedger)).
+///
+/// The serde form is the reference JSON shape: `{"logs":[…],"value":…}` on success (no `value`
+/// key when there is none), `{"logs":[…],"error":{"kind":…,"message":…}}` on failure.
+/// [`CodeRunResult::to_json`] writes that same form without recursion; serde's path recurses once
+/// per nesting level of the value.
+///
+/// Dropping a result drops its value without recursion, so a 100 000-deep completion is safe to
+/// hold and discard.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "RawResult")]
+pub struct CodeRunResult {
+    logs: Vec<String>,
+    value: Option<JsonValue>,
+    error: Option<CodeRunFailure>,
+}
+
+impl CodeRunResult {
+    /// A run that completed, with its logs and its value (`None` when it returned nothing).
+    ///
+    /// Providers build results through [`OutputLedger::settle`](crate::OutputLedger::settle),
+    /// which also enforces the output budget and losslessness; this constructor checks neither.
+    pub fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
+        Self { logs, value, error: None }
+    }
+
+    /// A run that failed.
+    pub fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
+        Self { logs, value: None, error: Some(error) }
+    }
+
+    /// What the program printed, in emission order.
+    pub fn logs(&self) -> &[String] {
+        &self.logs
+    }
+
+    /// What the program returned; `None` when it returned nothing or failed.
+    pub fn value(&self) -> Option<&JsonValue> {
+        self.value.as_ref()
+    }
+
+    /// Why the run failed; `None` when it completed.
+    pub fn error(&self) -> Option<&CodeRunFailure> {
+        self.error.as_ref()
+    }
+
+    /// Whether the run completed without a failure.
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Takes the value out, leaving `None`.
+    pub fn take_value(&mut self) -> Option<JsonValue> {
+        self.value.take()
+    }
+
+    /// Splits the result into logs and either the value or the failure.
+    pub fn into_parts(mut self) -> (Vec<String>, Result<Option<JsonValue>, CodeRunFailure>) {
+        let logs = std::mem::take(&mut self.logs);
+        let outcome = match self.error.take() {
+            Some(error) => Err(error),
+            None => Ok(self.value.take()),
+        };
+        (logs, outcome)
+    }
+
+    /// The reference JSON form of this result, encoded without recursion (see [`json::encode`]).
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\"logs\":[");
+        for (index, log) in self.logs.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push_str(&json::quote(log));
+        }
+        out.push(']');
+        if let Some(value) = &self.value {
+            out.push_str(",\"value\":");
+            json::encode_into(value, &mut out);
+        }
+        if let Some(error) = &self.error {
+            out.push_str(",\"error\":{\"kind\":");
+            out.push_str(&json::quote(error.kind.as_str()));
+            out.push_str(",\"message\":");
+            out.push_str(&json::quote(&error.message));
+            out.push('}');
+        }
+        out.push('}');
+        out
+    }
+}
+
+impl Serialize for CodeRunResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut fields = serializer.serialize_struct("CodeRunResult", 2)?;
+        fields.serialize_field("logs", &self.logs)?;
+        if let Some(value) = &self.value {
+            fields.serialize_field("value", value)?;
+        }
+        if let Some(error) = &self.error {
+            fields.serialize_field("error", error)?;
+        }
+        fields.end()
+    }
+}
+
+impl Drop for CodeRunResult {
+    fn drop(&mut self) {
+        if let Some(value) = self.value.take() {
+            json::drop_value(value);
+        }
+    }
+}
+
+/// Why a run failed: a [`FailureKind`] and a human-readable message.
+///
+/// The message is data for the model that wrote the program; the kind is for the host to branch on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeRunFailure {
+    /// Which of the six outcomes this is.
+    pub kind: FailureKind,
+    /// The diagnostic, e.g. the exception's stack or `compute budget exhausted (100ms busy)`.
+    pub message: String,
+}
+
+impl CodeRunFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// The program threw; `message` is the rendered exception (stack, message or `String(value)`).
+    pub fn exception(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Exception, message)
+    }
+
+    /// The program threw something that could not be rendered as a string.
+    pub fn unrenderable_exception() -> Self {
+        Self::exception("program threw an unrenderable value")
+    }
+
+    /// The compute budget (CPU time actually used by the program) ran out.
+    pub fn compute_budget_exhausted(compute_ms: u64) -> Self {
+        Self::new(FailureKind::Timeout, format!("compute budget exhausted ({compute_ms}ms busy)"))
+    }
+
+    /// The wall-clock ceiling was reached.
+    pub fn wall_clock_reached(max_wall_ms: u64) -> Self {
+        Self::new(FailureKind::Timeout, format!("wall-clock ceiling reached ({max_wall_ms}ms)"))
+    }
+
+    /// The request's cancellation token fired, before or during the run.
+    ///
+    /// A `CancellationToken` carries no reason, so the message is always `cancelled`.
+    pub fn cancelled() -> Self {
+        Self::new(FailureKind::Abort, "cancelled")
+    }
+
+    /// The provider was disposed while the run was in flight.
+    pub fn runtime_disposed() -> Self {
+        Self::new(FailureKind::Abort, "runtime disposed")
+    }
+
+    /// The substrate exited with `code` before the program settled.
+    pub fn worker_exited(code: impl fmt::Display) -> Self {
+        Self::new(
+            FailureKind::WorkerExit,
+            format!("worker exited with code {code} before completing"),
+        )
+    }
+
+    /// The substrate failed before the program settled (out of memory, spawn failure, protocol
+    /// violation); `detail` says how.
+    pub fn worker_error(detail: impl fmt::Display) -> Self {
+        Self::new(FailureKind::WorkerExit, format!("worker error: {detail}"))
+    }
+
+    /// The program's completion value was not lossless JSON.
+    pub fn invalid_output() -> Self {
+        Self::new(FailureKind::InvalidOutput, "program completion must be lossless JSON")
+    }
+
+    /// The logs plus the value or diagnostic did not fit `max_output_bytes` (the full message; the
+    /// ledger may return only a prefix of it when the budget is tiny).
+    pub fn output_limit(max_output_bytes: usize) -> Self {
+        Self::new(
+            FailureKind::OutputLimit,
+            format!("outer output exceeded {max_output_bytes} bytes"),
+        )
+    }
+}
+
+impl fmt::Display for CodeRunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// The six ways a run can fail. They are orthogonal: a budget expiry is not an exception, an abort is
+/// not a timeout, a substrate death is neither.
+///
+/// The set is closed by the contract (consumers switch on it), so the enum is exhaustive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The program threw, or failed to parse, type-strip or compile. Serialized `exception`.
+    Exception,
+    /// The compute budget or the wall-clock ceiling expired. Serialized `timeout`.
+    Timeout,
+    /// The request was cancelled or the runtime disposed. Serialized `abort`.
+    Abort,
+    /// The substrate died without settling (out of memory, exit, spawn failure). Serialized
+    /// `worker-exit`.
+    WorkerExit,
+    /// The completion value was not lossless JSON. Serialized `invalid-output`.
+    InvalidOutput,
+    /// Logs plus value or diagnostic exceeded the output budget. Serialized `output-limit`.
+    OutputLimit,
+}
+
+impl FailureKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [FailureKind; 6] = [
+        FailureKind::Exception,
+        FailureKind::Timeout,
+        FailureKind::Abort,
+        FailureKind::WorkerExit,
+        FailureKind::InvalidOutput,
+        FailureKind::OutputLimit,
+    ];
+
+    /// The wire spelling: `exception`, `timeout`, `abort`, `worker-exit`, `invalid-output` or
+    /// `output-limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Exception => "exception",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Abort => "abort",
+            FailureKind::WorkerExit => "worker-exit",
+            FailureKind::InvalidOutput => "invalid-output",
+            FailureKind::OutputLimit => "output-limit",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The serde shape of [`CodeRunResult`]; conversion from it enforces the invariants.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResult {
+    logs: Vec<String>,
+    #[serde(default, deserialize_with = "present")]
+    value: Option<JsonValue>,
+    #[serde(default)]
+    error: Option<CodeRunFailure>,
+}
+
+/// Deserializes a present `value` key as `Some`, even when it holds `null` (a returned `null` is a
+/// value, unlike an absent key).
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<JsonValue>, D::Error> {
+    JsonValue::deserialize(deserializer).map(Some)
+}
+
+impl TryFrom<RawResult> for CodeRunResult {
+    type Error = String;
+
+    fn try_from(raw: RawResult) -> Result<Self, String> {
+        match (raw.value, raw.error) {
+            (Some(_), Some(_)) => Err("a run result carries both `value` and `error`".to_owned()),
+            (value, None) => Ok(Self::completed(raw.logs, value)),
+            (None, Some(error)) => Ok(Self::failed(raw.logs, error)),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The portable-identifier contract: which binding declarations every provider accepts.
+//!
+//! The sets live here once and every provider imports them, so a namespace list valid in one
+//! language is valid in the other (a per-language check would let `lambda` pass TypeScript and fail
+//! Python, or `$tools` pass TypeScript and fail Python).
+
+use std::collections::HashSet;
+
+use crate::binding::CodeBindingNamespace;
+use crate::error::ContractError;
+
+/// Reserved words of ECMAScript (reserved and strict-mode reserved, 48) and Python keywords and soft
+/// keywords not already listed (23). Case-sensitive. `type` and `_` are Python soft keywords,
+/// reserved for safety.
+#[rustfmt::skip]
+pub const PORTABLE_RESERVED_WORDS: [&str; 71] = [
+    // ECMAScript.
+    "await", "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
+    "do", "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
+    "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true", "try",
+    "typeof", "var", "void", "while", "with", "yield", "let", "static", "implements", "interface",
+    "package", "private", "protected", "public", "arguments", "eval",
+    // Python.
+    "False", "None", "True", "and", "as", "assert", "async", "def", "del", "elif", "except", "from",
+    "global", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "match", "type", "_",
+];
+
+/// The name of the function that wraps a program in every provider. Reserved as a binding global.
+pub const PROGRAM_WRAPPER_NAME: &str = "__code_runtime_main__";
+
+/// Globals a namespace or error class may not take: `console` (the TypeScript log slot), the
+/// program wrapper, the only module globals the Python bootstrap seeds (`__builtins__`,
+/// `__name__`), and `__debug__` (a CPython compile-time constant, so a binding under that name would
+/// be unreachable). A provider that seeds any other global must add it here.
+pub const RESERVED_BINDING_GLOBALS: [&str; 5] =
+    ["console", PROGRAM_WRAPPER_NAME, "__builtins__", "__name__", "__debug__"];
+
+/// Names an error class's `member_name_property` may not take: they collide with standard members
+/// of a JavaScript `Error` or a Python `Exception`.
+pub const RESERVED_ERROR_MEMBERS: [&str; 6] =
+    ["name", "message", "stack", "args", "with_traceback", "add_note"];
+
+/// Whether `name` is a portable identifier: `[A-Za-z_][A-Za-z0-9_]*`, ASCII only, no `$`.
+///
+/// Reserved words pass this check; see [`is_usable_identifier`].
+pub fn is_portable_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+}
+
+/// Whether `name` is a portable identifier and not in [`PORTABLE_RESERVED_WORDS`].
+pub fn is_usable_identifier(name: &str) -> bool {
+    is_portable_identifier(name) && !PORTABLE_RESERVED_WORDS.contains(&name)
+}
+
+/// Whether `name` is a dunder name, `^__.+__$` as a JavaScript regular expression reads it: two
+/// underscores, at least one character that is not a line terminator, two underscores. Matches
+/// `__dict__`, `__x__`, `_____` and `__proto__`; not `__`, `____`, `__mid` or `_private`.
+pub fn is_dunder_member(name: &str) -> bool {
+    let Some(middle) = name.strip_prefix("__").and_then(|rest| rest.strip_suffix("__")) else {
+        return false;
+    };
+    // `.` in a JavaScript regular expression matches anything but a line terminator.
+    !middle.is_empty() && !middle.contains(['\n', '\r', '\u{2028}', '\u{2029}'])
+}
+
+/// Checks binding declarations, in the order of REFERENCE.md §2.2 (it decides which message a
+/// request with several problems gets).
+///
+/// Pass 1 checks every namespace `global` in request order: usable identifier, not reserved, not a
+/// duplicate. Pass 2 then checks every error class in request order: usable identifier, not
+/// reserved, not equal to any namespace global or earlier class name, and a usable
+/// `member_name_property`. Function names are deliberately not checked: any string (`""`,
+/// `"my-tool"`, `"__proto__"`) is an ordinary member name.
+///
+/// # Errors
+///
+/// The first problem found, as a [`ContractError`].
+pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), ContractError> {
+    let mut globals = HashSet::with_capacity(namespaces.len());
+    for namespace in namespaces {
+        let global = namespace.global.as_str();
+        if !is_usable_identifier(global) {
+            return Err(ContractError::UnusableGlobal { global: global.to_owned() });
+        }
+        if RESERVED_BINDING_GLOBALS.contains(&global) {
+            return Err(ContractError::ReservedGlobal { name: global.to_owned() });
+        }
+        if !globals.insert(global) {
+            return Err(ContractError::DuplicateGlobal { global: global.to_owned() });
+        }
+    }
+    let mut class_names = HashSet::new();
+    for error_class in namespaces.iter().filter_map(|namespace| namespace.error_class.as_ref()) {
+        let name = error_class.name.as_str();
+        if !is_usable_identifier(name) {
+            return Err(ContractError::UnusableErrorClass { name: name.to_owned() });
+        }
+        if RESERVED_BINDING_GLOBALS.contains(&name) {
+            return Err(ContractError::ReservedGlobal { name: name.to_owned() });
+        }
+        if globals.contains(name) || !class_names.insert(name) {
+            return Err(ContractError::DuplicateInjectedGlobal { name: name.to_owned() });
+        }
+        let property = error_class.member_name_property.as_str();
+        if property.is_empty()
+            || RESERVED_ERROR_MEMBERS.contains(&property)
+            || is_dunder_member(property)
+        {
+            return Err(ContractError::UnusableMemberProperty { property: property.to_owned() });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! Project automation, run as `cargo xtask <command>` (see <https://github.com/matklad/cargo-xtask/>).
+//!
+//! - `test [ARGS]`: the test command of the README: `cargo test --workspace [ARGS]` with the offline
+//!   V8 library wired in when it is present.
+//! - `demo`: the main job of the README.
+//! - `tidy`: repository conventions that neither rustc nor clippy checks.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
+
+mod tidy;
+mod toolchain;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let command = args.next();
+    let rest: Vec<String> = args.collect();
+    let outcome = match command.as_deref() {
+        Some("test") => toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat()),
+        Some("demo") => toolchain::cargo(&[
+            "run",
+            "--quiet",
+            "--package",
+            "code-runtime",
+            "--example",
+            "ledger",
+        ]),
+        Some("tidy") => tidy::run(),
+        Some(other) => Err(format!("unknown command `{other}` (test, demo, tidy)")),
+        None => Err("missing command (test, demo, tidy)".to_owned()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
