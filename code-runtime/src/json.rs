@@ -169,6 +169,24 @@ pub fn encode(value: &JsonValue) -> String {
 
 /// [`encode`] appending to `out`.
 pub fn encode_into(value: &JsonValue, out: &mut String) {
+    encode_with(value, NumberSpelling::EcmaScript, out);
+}
+
+/// How [`encode_with`] spells numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NumberSpelling {
+    /// ECMAScript `Number::toString`, as `JSON.stringify` writes it: 2^60 is `1152921504606847000`.
+    /// What the output ledger meters and what results are written in.
+    EcmaScript,
+    /// Integers (values held as `i64`/`u64`) with their exact digits, other numbers as
+    /// [`EcmaScript`](NumberSpelling::EcmaScript). For peers with arbitrary-precision integers,
+    /// such as Python: 2^60 arrives as `1152921504606846976`, the integer the program expects.
+    ExactIntegers,
+}
+
+/// [`encode_into`] with a choice of number spelling.
+pub fn encode_with(value: &JsonValue, spelling: NumberSpelling, out: &mut String) {
     // Work items in reverse order of output: popping yields them left to right.
     enum Step<'a> {
         Value(&'a JsonValue),
@@ -176,7 +194,8 @@ pub fn encode_into(value: &JsonValue, out: &mut String) {
         Punct(char),
     }
     let mut stack = vec![Step::Value(value)];
-    let mut spelling = ryu_js::Buffer::new();
+    let mut ryu = ryu_js::Buffer::new();
+    let mut digits = [0u8; 20];
     while let Some(step) = stack.pop() {
         match step {
             Step::Punct(c) => out.push(c),
@@ -188,7 +207,18 @@ pub fn encode_into(value: &JsonValue, out: &mut String) {
             Step::Value(JsonValue::Bool(true)) => out.push_str("true"),
             Step::Value(JsonValue::Bool(false)) => out.push_str("false"),
             Step::Value(JsonValue::Number(number)) => {
-                out.push_str(spell_number(&mut spelling, number));
+                match (spelling, number.as_u64(), number.as_i64()) {
+                    (NumberSpelling::ExactIntegers, Some(unsigned), _) => {
+                        out.push_str(itoa_u64(unsigned, &mut digits))
+                    }
+                    (NumberSpelling::ExactIntegers, None, Some(signed)) => {
+                        if signed < 0 {
+                            out.push('-');
+                        }
+                        out.push_str(itoa_u64(signed.unsigned_abs(), &mut digits));
+                    }
+                    _ => out.push_str(spell_number(&mut ryu, number)),
+                }
             }
             Step::Value(JsonValue::String(text)) => write_string(text, out),
             Step::Value(JsonValue::Array(items)) => {
@@ -213,6 +243,307 @@ pub fn encode_into(value: &JsonValue, out: &mut String) {
                 }
             }
         }
+    }
+}
+
+/// Why [`parse`] refused a JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Not JSON: the byte offset where the grammar broke.
+    #[error("invalid JSON at byte {offset}")]
+    Syntax {
+        /// Byte offset into the text.
+        offset: usize,
+    },
+    /// Valid JSON holding a value that is not lossless.
+    #[error("JSON is not lossless: {0}")]
+    Lossy(#[from] LossyJson),
+}
+
+/// Parses one JSON text into a lossless value, without recursion.
+///
+/// This is how providers read values from a hostile peer: the walk keeps an explicit stack, so a
+/// 100 000-deep text parses in constant call-stack space, and everything that is not lossless is
+/// refused while parsing, not after:
+///
+/// - a number token that is not exactly a double (`9007199254740993`, a 400-digit integer, `1e400`)
+///   or is negative zero (`-0`, `-0.0`) is [`ParseError::Lossy`], found on the token itself because
+///   converting first would round it silently;
+/// - a `\u` escape that leaves a lone surrogate is [`ParseError::Lossy`].
+///
+/// Numbers come back canonical ([`number_from_f64`]): `1.0` parses as the integer `1`. A repeated
+/// object key keeps its first position and its last value, as `JSON.parse` does.
+///
+/// # Errors
+///
+/// [`ParseError::Syntax`] for anything that is not exactly one JSON value (surrounding whitespace
+/// allowed), [`ParseError::Lossy`] as above.
+pub fn parse(text: &str) -> Result<JsonValue, ParseError> {
+    Parser { bytes: text.as_bytes(), text, pos: 0 }.parse()
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+/// A container whose closing bracket has not been read yet.
+enum Open {
+    Array(Vec<JsonValue>),
+    /// The members so far and the key of the member whose value is being read.
+    Object(serde_json::Map<String, JsonValue>, String),
+}
+
+impl Parser<'_> {
+    fn parse(mut self) -> Result<JsonValue, ParseError> {
+        let mut stack: Vec<Open> = Vec::new();
+        loop {
+            // Read one value; an opened non-empty container continues the outer loop instead.
+            self.skip_whitespace();
+            let mut value = match self.peek() {
+                Some(b'[') => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                    if self.eat(b']') {
+                        JsonValue::Array(Vec::new())
+                    } else {
+                        stack.push(Open::Array(Vec::new()));
+                        continue;
+                    }
+                }
+                Some(b'{') => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                    if self.eat(b'}') {
+                        JsonValue::Object(serde_json::Map::new())
+                    } else {
+                        let key = self.key()?;
+                        stack.push(Open::Object(serde_json::Map::new(), key));
+                        continue;
+                    }
+                }
+                Some(b'"') => JsonValue::String(self.string()?),
+                Some(b't') => self.literal("true", JsonValue::Bool(true))?,
+                Some(b'f') => self.literal("false", JsonValue::Bool(false))?,
+                Some(b'n') => self.literal("null", JsonValue::Null)?,
+                Some(b'-' | b'0'..=b'9') => JsonValue::Number(self.number()?),
+                _ => return Err(self.syntax()),
+            };
+            // Attach the value to its container, closing every container that ends here.
+            loop {
+                self.skip_whitespace();
+                match stack.last_mut() {
+                    None => {
+                        return if self.pos == self.bytes.len() {
+                            Ok(value)
+                        } else {
+                            Err(self.syntax())
+                        };
+                    }
+                    Some(Open::Array(items)) => {
+                        items.push(value);
+                        if self.eat(b',') {
+                            break;
+                        }
+                        if !self.eat(b']') {
+                            return Err(self.syntax());
+                        }
+                        let Some(Open::Array(items)) = stack.pop() else {
+                            unreachable!("matched above")
+                        };
+                        value = JsonValue::Array(items);
+                    }
+                    Some(Open::Object(members, key)) => {
+                        members.insert(std::mem::take(key), value);
+                        if self.eat(b',') {
+                            self.skip_whitespace();
+                            *key = self.key()?;
+                            break;
+                        }
+                        if !self.eat(b'}') {
+                            return Err(self.syntax());
+                        }
+                        let Some(Open::Object(members, _)) = stack.pop() else {
+                            unreachable!("matched above")
+                        };
+                        value = JsonValue::Object(members);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A member key and its colon.
+    fn key(&mut self) -> Result<String, ParseError> {
+        if self.peek() != Some(b'"') {
+            return Err(self.syntax());
+        }
+        let key = self.string()?;
+        self.skip_whitespace();
+        if !self.eat(b':') {
+            return Err(self.syntax());
+        }
+        Ok(key)
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        self.pos += 1; // The opening quote.
+        let mut out = String::new();
+        let mut run_start = self.pos;
+        loop {
+            let Some(byte) = self.peek() else { return Err(self.syntax()) };
+            match byte {
+                b'"' => {
+                    out.push_str(&self.text[run_start..self.pos]);
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[run_start..self.pos]);
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                    run_start = self.pos;
+                }
+                0x00..=0x1F => return Err(self.syntax()),
+                // Multi-byte characters are copied with the run; `text` is valid UTF-8.
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), ParseError> {
+        let Some(byte) = self.peek() else { return Err(self.syntax()) };
+        self.pos += 1;
+        let c = match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                let code = if (0xD800..0xDC00).contains(&unit) {
+                    // A high surrogate is only lossless as the first half of an escaped pair.
+                    if !(self.eat(b'\\') && self.eat(b'u')) {
+                        return Err(LossyJson::LoneSurrogate.into());
+                    }
+                    let low = self.hex4()?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return Err(LossyJson::LoneSurrogate.into());
+                    }
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                char::from_u32(code).ok_or(LossyJson::LoneSurrogate)?
+            }
+            _ => return Err(ParseError::Syntax { offset: self.pos - 1 }),
+        };
+        out.push(c);
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let digits = self.bytes.get(self.pos..self.pos + 4).ok_or_else(|| self.syntax())?;
+        let mut unit = 0;
+        for &digit in digits {
+            let value = char::from(digit).to_digit(16).ok_or_else(|| self.syntax())?;
+            unit = unit * 16 + value;
+        }
+        self.pos += 4;
+        Ok(unit)
+    }
+
+    fn number(&mut self) -> Result<Number, ParseError> {
+        let start = self.pos;
+        self.eat(b'-');
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(self.syntax()),
+        }
+        let mut integral = true;
+        if self.eat(b'.') {
+            integral = false;
+            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return Err(self.syntax());
+            }
+            self.digits();
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            integral = false;
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return Err(self.syntax());
+            }
+            self.digits();
+        }
+        let token = &self.text[start..self.pos];
+        if integral {
+            if let Ok(unsigned) = token.parse::<u64>() {
+                let number = Number::from(unsigned);
+                check_number(&number)?;
+                return Ok(number);
+            }
+            if let Ok(signed) = token.parse::<i64>() {
+                if signed == 0 {
+                    return Err(LossyJson::NegativeZero.into()); // `-0`
+                }
+                let number = Number::from(signed);
+                check_number(&number)?;
+                return Ok(number);
+            }
+        }
+        // Rust's float parsing is correctly rounded; the token must denote that double exactly when
+        // it is written as an integer (beyond 2^64 here, so `{:.0}` is exact and short).
+        let double: f64 = token.parse().map_err(|_| self.syntax())?;
+        if integral && double.is_finite() && format!("{double:.0}") != token {
+            return Err(LossyJson::InexactInteger(token.to_owned()).into());
+        }
+        Ok(number_from_f64(double)?)
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.pos += 1;
+        }
+    }
+
+    fn literal(&mut self, word: &str, value: JsonValue) -> Result<JsonValue, ParseError> {
+        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.syntax())
+        }
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let matched = self.peek() == Some(byte);
+        self.pos += usize::from(matched);
+        matched
+    }
+
+    fn syntax(&self) -> ParseError {
+        ParseError::Syntax { offset: self.pos }
     }
 }
 
@@ -321,6 +652,21 @@ fn write_string(text: &str, out: &mut String) {
     }
     out.push_str(&text[run_start..]);
     out.push('"');
+}
+
+/// The decimal digits of `value`, written into `buffer`.
+fn itoa_u64(mut value: u64, buffer: &mut [u8; 20]) -> &str {
+    let mut start = buffer.len();
+    loop {
+        start -= 1;
+        buffer[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buffer[start..]).unwrap_or("0")
 }
 
 fn spell_number<'b>(buffer: &'b mut ryu_js::Buffer, number: &Number) -> &'b str {

@@ -337,3 +337,109 @@ fn c172_large_integers_use_ecmascript_spelling() {
     assert_eq!(json::encoded_len(&parsed, 100), Some(21));
     assert_eq!(json::encode(&parsed), "[1152921504606847000]");
 }
+
+#[test]
+fn parse_reads_every_json_shape() {
+    let text = r#" {"b":1,"a":[true,false,null,{"__proto__":{"safe":true}}],"s":"q\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00€","n":[-1,0,1.5,-2.5e-3,1E2,1.0]} "#;
+    let value = json::parse(text).unwrap();
+    assert_eq!(
+        value,
+        json!({"b": 1, "a": [true, false, null, {"__proto__": {"safe": true}}], "s": "q\"\\/\u{8}\u{c}\n\r\té😀€", "n": [-1, 0, 1.5, -0.0025, 100, 1]})
+    );
+    assert_eq!(
+        json::encode(&value),
+        r#"{"b":1,"a":[true,false,null,{"__proto__":{"safe":true}}],"s":"q\"\\/\b\f\n\r\té😀€","n":[-1,0,1.5,-0.0025,100,1]}"#
+    );
+    assert_eq!(json::parse(r#"{"a":1,"b":2,"a":3}"#).unwrap(), json!({"a": 3, "b": 2}));
+}
+
+#[test]
+fn parse_refuses_what_is_not_json() {
+    for text in [
+        "",
+        " ",
+        "[",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "+1",
+        "tru",
+        "nul",
+        "NaN",
+        "Infinity",
+        "[1] x",
+        "\"\u{1}\"",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "'a'",
+        "{1:2}",
+        "\"open",
+    ] {
+        assert!(matches!(json::parse(text), Err(json::ParseError::Syntax { .. })), "{text:?}");
+    }
+}
+
+#[test]
+fn c164_parse_refuses_lossy_number_tokens_on_the_token() {
+    for token in [
+        "9007199254740993",
+        "-9007199254740993",
+        "18446744073709551617",
+        "1e400",
+        "-1e400",
+        "-0",
+        "-0.0",
+        "-0e5",
+    ] {
+        assert!(matches!(json::parse(token), Err(json::ParseError::Lossy(_))), "{token}");
+        assert!(json::parse(&format!("{{\"v\":{token}}}")).is_err(), "{token} nested");
+    }
+    let nines = "9".repeat(400);
+    assert!(matches!(json::parse(&nines), Err(json::ParseError::Lossy(_))));
+    for (token, value) in [
+        ("9007199254740992", json!(9_007_199_254_740_992u64)),
+        ("9007199254740991", json!(9_007_199_254_740_991u64)),
+        ("18446744073709551616", json!(18_446_744_073_709_551_616.0)),
+        ("9007199254740993.0", json!(9_007_199_254_740_992u64)),
+        ("9e99", json!(9e99)),
+        ("\"9007199254740993\"", json!("9007199254740993")),
+        ("\"esc\\\"9007199254740993\"", json!("esc\"9007199254740993")),
+    ] {
+        assert_eq!(json::parse(token).unwrap(), value, "{token}");
+    }
+    assert_eq!(json::parse(r#""\ud800""#), Err(json::ParseError::Lossy(LossyJson::LoneSurrogate)));
+    assert_eq!(json::parse(r#""\udc00x""#), Err(json::ParseError::Lossy(LossyJson::LoneSurrogate)));
+    assert_eq!(
+        json::parse(r#""\ud800\u0041""#),
+        Err(json::ParseError::Lossy(LossyJson::LoneSurrogate))
+    );
+}
+
+#[test]
+fn parse_is_iterative() {
+    let depth = 100_000;
+    let text = format!("{}\"leaf\"{}", "[".repeat(depth), "]".repeat(depth));
+    let value = json::parse(&text).unwrap();
+    assert_eq!(json::encode(&value), text);
+    json::drop_value(value);
+    let text = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));
+    let value = json::parse(&text).unwrap();
+    assert_eq!(json::encoded_len(&value, usize::MAX), Some(text.len()));
+    json::drop_value(value);
+}
+
+#[test]
+fn exact_integer_spelling_for_python_peers() {
+    let value = json!([1u64 << 60, -(1i64 << 60), 1e21, 1.5, u64::MAX - 2047]);
+    let mut out = String::new();
+    json::encode_with(&value, json::NumberSpelling::ExactIntegers, &mut out);
+    assert_eq!(out, "[1152921504606846976,-1152921504606846976,1e+21,1.5,18446744073709549568]");
+    assert_eq!(
+        json::encode(&value),
+        "[1152921504606847000,-1152921504606847000,1e+21,1.5,18446744073709550000]"
+    );
+}
