@@ -1,0 +1,557 @@
+# The code-runtime child bootstrap (docs/python-frame-protocol.md), run as `python3 -I -S -B -c`.
+#
+# It reads `boot` from fd 3, answers `boot-ack`, reads `run`, runs the program as the body of an
+# async function in a fresh globals dict, and sends `done`. Printed lines go out as `log` frames,
+# binding calls as `call` frames answered by `reply` frames.
+#
+# Start-up cost matters (a run is one interpreter start), so only built-in modules are imported on
+# the hot path: `posix`, `_json` (the C half of `json`, without the `re` import that `json` costs)
+# and `_ast`. `asyncio` is imported only when the program mentions it, `traceback` only to render an
+# exception. Works on CPython 3.9 and newer.
+
+import sys
+import posix
+import builtins
+import _ast
+import _json
+
+_FD = 3
+_WRAPPER = "__code_runtime_main__"
+_PROGRAM = "<program>"
+_BOOTSTRAP_FILE = sys._getframe().f_code.co_filename
+
+_write = posix.write
+_read = posix.read
+_exit = posix._exit
+_quote = _json.encode_basestring
+
+_inbox = bytearray()
+_results = {}
+_futures = {}
+_loop = None
+_next_id = 0
+_max_output = 0
+_max_frame = 0
+_source = ""
+
+
+class _ScanContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        raise ValueError(name)
+
+
+_scan = _json.make_scanner(_ScanContext())
+
+
+def _loads(line):
+    value, _end = _scan(line.decode("utf-8"), 0)
+    return value
+
+
+def _send(text):
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only log and exception text reaches here with lone surrogates; show them escaped.
+        data = text.encode("utf-8", "backslashreplace")
+    view = memoryview(data + b"\n")
+    while view:
+        written = _write(_FD, view)
+        view = view[written:]
+
+
+def _recv():
+    while True:
+        end = _inbox.find(b"\n")
+        if end >= 0:
+            line = bytes(_inbox[:end])
+            del _inbox[: end + 1]
+            return line
+        chunk = _read(_FD, 1 << 16)
+        if not chunk:
+            _exit(70)  # The host went away.
+        _inbox.extend(chunk)
+
+
+def _clip(text):
+    # Any prefix whose JSON size is above the output budget makes the host report the same
+    # `output-limit` as the whole text would, so nothing longer than that needs to cross.
+    limit = _max_output + 1
+    if len(text) <= limit:
+        return text
+    text = text[:limit]
+    low, high = 1, limit
+    while low < high:
+        middle = (low + high) // 2
+        if len(_quote(text[:middle]).encode("utf-8", "backslashreplace")) - 2 > _max_output:
+            high = middle
+        else:
+            low = middle + 1
+    return text[:low]
+
+
+# --- Values -------------------------------------------------------------------------------------
+
+
+class _Lossy(Exception):
+    pass
+
+
+_INF = float("inf")
+_SAFE = 9007199254740992
+
+
+def _encode(value):
+    """Compact JSON of a lossless value; raises `_Lossy` for anything else. Iterative."""
+    out = []
+    emit = out.append
+    stack = [(0, value)]
+    push = stack.append
+    pop = stack.pop
+    path = set()
+    while stack:
+        kind, item = pop()
+        if kind == 1:
+            emit(item)
+            continue
+        if kind == 2:
+            path.discard(item)
+            continue
+        t = type(item)
+        if item is None:
+            emit("null")
+        elif t is bool:
+            emit("true" if item else "false")
+        elif t is str:
+            emit(_quote(item))
+        elif t is int:
+            if -_SAFE <= item <= _SAFE:
+                emit(int.__repr__(item))
+            else:
+                try:
+                    double = float(item)
+                except OverflowError:
+                    raise _Lossy() from None
+                if int(double) != item:
+                    raise _Lossy()
+                emit(float.__repr__(double))
+        elif t is float:
+            if item != item or item == _INF or item == -_INF:
+                raise _Lossy()
+            if item == 0.0 and float.__repr__(item)[0] == "-":
+                raise _Lossy()
+            emit(float.__repr__(item))
+        elif t is list:
+            key = id(item)
+            if key in path:
+                raise _Lossy()
+            path.add(key)
+            push((2, key))
+            push((1, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                push((0, item[index]))
+                if index:
+                    push((1, ","))
+            emit("[")
+        elif t is dict:
+            key = id(item)
+            if key in path:
+                raise _Lossy()
+            path.add(key)
+            push((2, key))
+            push((1, "}"))
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                name, member = entries[index]
+                if type(name) is not str:
+                    raise _Lossy()
+                push((0, member))
+                push((1, _quote(name) + ":"))
+                if index:
+                    push((1, ","))
+            emit("{")
+        else:
+            raise _Lossy()
+    text = "".join(out)
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise _Lossy() from None  # A lone surrogate.
+    return text, size
+
+
+# --- Logs ---------------------------------------------------------------------------------------
+
+
+def _log(text):
+    _send('{"type":"log","text":' + _quote(_clip(text)) + "}")
+
+
+class _Stream:
+    """`sys.stdout` / `sys.stderr`: one `log` frame per completed line."""
+
+    encoding = "utf-8"
+    errors = "strict"
+    closed = False
+
+    def __init__(self, name):
+        self.name = name
+        self._pending = []
+        self._size = 0
+
+    def write(self, text):
+        if type(text) is not str:
+            raise TypeError("write() argument must be str, not " + type(text).__name__)
+        lines = text.split("\n")
+        if len(lines) == 1:
+            self._pending.append(text)
+            self._size += len(text)
+            # A line that never ends still reaches the host once it alone exceeds the budget.
+            if self._size > _max_output:
+                self.flush_line()
+            return len(text)
+        self._pending.append(lines[0])
+        _log("".join(self._pending))
+        for line in lines[1:-1]:
+            _log(line)
+        self._pending = [lines[-1]] if lines[-1] else []
+        self._size = len(lines[-1])
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush_line(self):
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending = []
+            self._size = 0
+            _log(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def fileno(self):
+        raise OSError("the captured " + self.name + " has no file descriptor")
+
+
+# --- Bindings -----------------------------------------------------------------------------------
+
+
+def _binding_error(binding, message):
+    error_class, member = binding._error
+    error = error_class(message)
+    if member is not None:
+        setattr(error, member, binding._name)
+    return error
+
+
+class _Call:
+    __slots__ = ("id", "binding", "failure", "future")
+
+    def __await__(self):
+        if self.failure is not None:
+            raise self.failure
+        if self.future is not None:
+            return (yield from self.future.__await__())
+        if self.id not in _results:
+            yield self  # The manual driver reads frames until the reply is in.
+        ok, payload = _results.pop(self.id)
+        if ok:
+            return payload
+        raise _binding_error(self.binding, payload)
+
+
+class _Binding:
+    __slots__ = ("_global", "_name", "_error")
+
+    def __init__(self, global_name, name, error):
+        self._global = global_name
+        self._name = name
+        self._error = error
+
+    def __call__(self, *args):
+        global _next_id
+        call = _Call()
+        call.binding = self
+        call.failure = None
+        call.future = None
+        call.id = 0
+        if not args:
+            call.failure = _binding_error(self, "binding arguments must be lossless JSON")
+            return call
+        try:
+            text, size = _encode(args[0])
+        except _Lossy:
+            call.failure = _binding_error(self, "binding arguments must be lossless JSON")
+            return call
+        frame = (
+            '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}'
+            % (_next_id + 1, _quote(self._global), _quote(self._name), text)
+        )
+        if size + len(frame) - len(text) >= _max_frame:
+            call.failure = _binding_error(
+                self, "binding arguments exceed the frame limit of %d bytes" % _max_frame
+            )
+            return call
+        _next_id += 1
+        call.id = _next_id
+        if _loop is not None:
+            call.future = _loop.create_future()
+            _futures[call.id] = (call.future, self)
+        _send(frame)
+        return call
+
+    def __repr__(self):
+        return "<binding %s.%s>" % (self._global, self._name)
+
+
+class _Namespace:
+    __slots__ = ("_members", "_global")
+
+    def __getattr__(self, name):
+        try:
+            return object.__getattribute__(self, "_members")[name]
+        except KeyError:
+            raise AttributeError(
+                "%s has no binding %r" % (object.__getattribute__(self, "_global"), name)
+            ) from None
+
+    def __getitem__(self, name):
+        return object.__getattribute__(self, "_members")[name]
+
+    def __contains__(self, name):
+        return name in object.__getattribute__(self, "_members")
+
+    def __dir__(self):
+        return list(object.__getattribute__(self, "_members"))
+
+    def __repr__(self):
+        return "<bindings %s>" % object.__getattribute__(self, "_global")
+
+
+def _dispatch(frame):
+    if frame.get("type") != "reply":
+        return
+    ident = frame["id"]
+    payload = (True, frame["value"]) if frame["ok"] else (False, frame["message"])
+    waiting = _futures.pop(ident, None)
+    if waiting is None:
+        _results[ident] = payload
+        return
+    future, binding = waiting
+    if future.done():
+        return
+    if payload[0]:
+        future.set_result(payload[1])
+    else:
+        future.set_exception(_binding_error(binding, payload[1]))
+
+
+def _pump():
+    line = _recv()
+    try:
+        frame = _loads(line)
+    except RecursionError:
+        frame = _too_deep(line)
+    _dispatch(frame)
+
+
+def _too_deep(line):
+    ident = _scan_id(line)
+    return {"type": "reply", "id": ident, "ok": False, "message": "binding resolution is nested too deeply"}
+
+
+def _scan_id(line):
+    start = line.index(b'"id":') + 5
+    end = start
+    while line[end : end + 1] not in (b",", b"}"):
+        end += 1
+    return int(line[start:end])
+
+
+# --- Running the program ------------------------------------------------------------------------
+
+
+def _drive(coroutine):
+    """Runs a coroutine whose only awaits are binding calls, without an event loop."""
+    send = None
+    throw = None
+    while True:
+        try:
+            if throw is None:
+                awaited = coroutine.send(send)
+            else:
+                awaited, throw = coroutine.throw(throw), None
+        except StopIteration as stop:
+            return stop.value
+        if type(awaited) is _Call:
+            while awaited.id not in _results:
+                _pump()
+        else:
+            throw = RuntimeError(
+                "the program awaited something other than a binding call; "
+                "import asyncio to use asyncio"
+            )
+
+
+def _run_asyncio(main):
+    global _loop
+    import asyncio
+
+    def on_readable():
+        chunk = _read(_FD, 1 << 16)
+        if not chunk:
+            _exit(70)
+        _inbox.extend(chunk)
+        while True:
+            end = _inbox.find(b"\n")
+            if end < 0:
+                return
+            line = bytes(_inbox[:end])
+            del _inbox[: end + 1]
+            try:
+                frame = _loads(line)
+            except RecursionError:
+                frame = _too_deep(line)
+            _dispatch(frame)
+
+    async def runner():
+        global _loop
+        _loop = asyncio.get_running_loop()
+        _loop.add_reader(_FD, on_readable)
+        try:
+            return await main()
+        finally:
+            _loop.remove_reader(_FD)
+
+    try:
+        return asyncio.run(runner())
+    finally:
+        _loop = None
+
+
+def _render(error):
+    try:
+        import linecache
+        import traceback
+
+        linecache.cache[_PROGRAM] = (len(_source), None, _source.splitlines(True), _PROGRAM)
+        report = traceback.TracebackException(type(error), error, error.__traceback__)
+        seen = set()
+        pending = [report]
+        while pending:
+            current = pending.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            # The bootstrap's own frames are noise to the program's author.
+            kept = [frame for frame in current.stack if frame.filename != _BOOTSTRAP_FILE]
+            current.stack = traceback.StackSummary.from_list(kept)
+            pending.extend(x for x in (current.__cause__, current.__context__) if x is not None)
+        return "".join(report.format()).rstrip("\n")
+    except BaseException:
+        return "program threw an unrenderable value"
+
+
+def _done_error(kind, message):
+    return '{"type":"done","error":{"kind":"%s","message":%s}}' % (kind, _quote(_clip(message)))
+
+
+def _execute(program, scope):
+    try:
+        tree = compile(program, _PROGRAM, "exec", _ast.PyCF_ONLY_AST)
+        body = tree.body or [_ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)]
+        arguments = _ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+        )
+        function = _ast.AsyncFunctionDef(
+            name=_WRAPPER, args=arguments, body=body, decorator_list=[], returns=None,
+            type_comment=None, lineno=1, col_offset=0, end_lineno=1, end_col_offset=0,
+        )
+        if "type_params" in _ast.AsyncFunctionDef._fields:
+            function.type_params = []
+        code = compile(_ast.Module(body=[function], type_ignores=[]), _PROGRAM, "exec")
+    except SyntaxError as error:
+        return _done_error("exception", _render(error))
+    exec(code, scope)
+    main = scope.pop(_WRAPPER)
+    main.__code__ = main.__code__.replace(co_name="<module>")
+    try:
+        if "asyncio" in program:
+            value = _run_asyncio(main)
+        else:
+            coroutine = main()
+            if not hasattr(coroutine, "send"):
+                raise SyntaxError("'yield' is not allowed in the program body")
+            value = _drive(coroutine)
+    except BaseException as error:
+        return _done_error("exception", _render(error))
+    if value is None:
+        return '{"type":"done"}'
+    try:
+        text, size = _encode(value)
+    except _Lossy:
+        return _done_error("invalid-output", "program completion must be lossless JSON")
+    # The host meters the value exactly (JavaScript number spelling); this bound only keeps a
+    # value that cannot fit from crossing, with slack for Python's longer spellings.
+    if size > _max_output + _max_output // 2 + 64:
+        return _done_error("output-limit", "the completion is larger than the output budget")
+    return '{"type":"done","value":' + text + "}"
+
+
+def _main():
+    global _max_output, _max_frame, _source
+    boot = _loads(_recv())
+    _max_output = boot["maxOutputBytes"]
+    _max_frame = boot["maxFrameBytes"]
+    scope = {"__builtins__": builtins, "__name__": "__main__"}
+    for declared in boot["namespaces"]:
+        global_name = declared["global"]
+        error_class = declared.get("errorClass")
+        if error_class is None:
+            error = (Exception, None)
+        else:
+            cls = type(error_class["name"], (Exception,), {"__module__": "builtins"})
+            scope[error_class["name"]] = cls
+            error = (cls, error_class["memberNameProperty"])
+        namespace = _Namespace()
+        object.__setattr__(namespace, "_global", global_name)
+        object.__setattr__(
+            namespace, "_members", {name: _Binding(global_name, name, error) for name in declared["names"]}
+        )
+        scope[global_name] = namespace
+    _send('{"type":"boot-ack"}')
+    _source = _loads(_recv())["program"]
+    stdout, stderr = _Stream("stdout"), _Stream("stderr")
+    sys.stdout, sys.stderr = stdout, stderr
+    sys.setrecursionlimit(20000)
+    done = _execute(_source, scope)
+    stdout.flush_line()
+    stderr.flush_line()
+    _send(done)
+    _exit(0)
+
+
+_main()

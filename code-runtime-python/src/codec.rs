@@ -1,0 +1,202 @@
+//! [`FrameCodec`]: JSON lines on fd 3, with a mandatory maximum line length.
+//!
+//! Like `tokio_util::codec::LinesCodec`, a decoder without a limit would buffer whatever a peer
+//! sends until memory runs out; the peer here is a program, so the limit is not optional. Unlike
+//! `LinesCodec`, an over-long line is fatal rather than skipped: fd 3 is a dedicated channel whose
+//! honest writer never produces one, so resynchronising would only help a forger.
+
+use bytes::{BufMut, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// Splits fd-3 traffic into lines (without their `\n`) and writes frames as lines.
+#[derive(Debug)]
+pub struct FrameCodec {
+    max_frame_bytes: usize,
+    /// Where to resume the search for `\n`: everything before it has been scanned already, so a
+    /// frame arriving in many reads is scanned once, not once per read.
+    next_index: usize,
+}
+
+/// Why the frame stream ended abnormally.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// A line longer than the limit: a protocol violation.
+    #[error("frame longer than {limit} bytes")]
+    TooLong {
+        /// The limit in force.
+        limit: usize,
+    },
+    /// Reading or writing the channel failed.
+    #[error("fd 3 channel: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl FrameCodec {
+    /// A codec that refuses lines longer than `max_frame_bytes` (the `\n` not counted).
+    pub fn new(max_frame_bytes: usize) -> Self {
+        Self { max_frame_bytes, next_index: 0 }
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = BytesMut;
+    type Error = FrameError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
+        // A frame of exactly the limit has its `\n` at index `max_frame_bytes`.
+        let read_to = buf.len().min(self.max_frame_bytes.saturating_add(1));
+        match buf[self.next_index..read_to].iter().position(|&byte| byte == b'\n') {
+            Some(offset) => {
+                let end = self.next_index + offset;
+                self.next_index = 0;
+                let mut line = buf.split_to(end + 1);
+                line.truncate(end);
+                Ok(Some(line))
+            }
+            None if buf.len() > self.max_frame_bytes => {
+                Err(FrameError::TooLong { limit: self.max_frame_bytes })
+            }
+            None => {
+                self.next_index = read_to;
+                Ok(None)
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
+        match self.decode(buf)? {
+            Some(line) => Ok(Some(line)),
+            None => {
+                // An unterminated last line is a frame cut short: junk, dropped like any other.
+                buf.clear();
+                self.next_index = 0;
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Encoder<String> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, frame: String, dst: &mut BytesMut) -> Result<(), FrameError> {
+        dst.reserve(frame.len() + 1);
+        dst.put_slice(frame.as_bytes());
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(
+        codec: &mut FrameCodec,
+        buf: &mut BytesMut,
+        bytes: &[u8],
+    ) -> Vec<Result<BytesMut, String>> {
+        buf.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        loop {
+            match codec.decode(buf) {
+                Ok(Some(line)) => out.push(Ok(line)),
+                Ok(None) => break,
+                Err(error) => {
+                    out.push(Err(error.to_string()));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn frame_split_across_reads() {
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::new();
+        assert!(feed(&mut codec, &mut buf, b"{\"type\":").is_empty());
+        assert!(feed(&mut codec, &mut buf, b"\"boot").is_empty());
+        let frames = feed(&mut codec, &mut buf, b"-ack\"}\n");
+        assert_eq!(frames, vec![Ok(BytesMut::from(&b"{\"type\":\"boot-ack\"}"[..]))]);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn two_frames_one_read() {
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::new();
+        let frames = feed(&mut codec, &mut buf, b"one\ntwo\nthr");
+        assert_eq!(frames, vec![Ok(BytesMut::from("one")), Ok(BytesMut::from("two"))]);
+        assert_eq!(feed(&mut codec, &mut buf, b"ee\n"), vec![Ok(BytesMut::from("three"))]);
+    }
+
+    #[test]
+    fn frame_exactly_max_len() {
+        let mut codec = FrameCodec::new(8);
+        let mut buf = BytesMut::new();
+        assert_eq!(feed(&mut codec, &mut buf, b"12345678\n"), vec![Ok(BytesMut::from("12345678"))]);
+        // Also when the limit is reached across reads.
+        assert!(feed(&mut codec, &mut buf, b"1234").is_empty());
+        assert!(feed(&mut codec, &mut buf, b"5678").is_empty());
+        assert_eq!(feed(&mut codec, &mut buf, b"\n"), vec![Ok(BytesMut::from("12345678"))]);
+    }
+
+    #[test]
+    fn frame_one_over_max_len() {
+        let mut codec = FrameCodec::new(8);
+        let mut buf = BytesMut::new();
+        assert_eq!(
+            feed(&mut codec, &mut buf, b"123456789\n"),
+            vec![Err("frame longer than 8 bytes".to_owned())]
+        );
+        let mut codec = FrameCodec::new(8);
+        let mut buf = BytesMut::new();
+        assert!(feed(&mut codec, &mut buf, b"12345678").is_empty());
+        assert_eq!(
+            feed(&mut codec, &mut buf, b"9"),
+            vec![Err("frame longer than 8 bytes".to_owned())]
+        );
+    }
+
+    #[test]
+    fn empty_lines_are_frames() {
+        let mut codec = FrameCodec::new(8);
+        let mut buf = BytesMut::new();
+        assert_eq!(
+            feed(&mut codec, &mut buf, b"\n\n"),
+            vec![Ok(BytesMut::new()), Ok(BytesMut::new())]
+        );
+    }
+
+    #[test]
+    fn eof_mid_frame() {
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::from("done\n{\"type\":\"do");
+        assert_eq!(codec.decode_eof(&mut buf).unwrap(), Some(BytesMut::from("done")));
+        assert_eq!(codec.decode_eof(&mut buf).unwrap(), None, "the cut-short frame is dropped");
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn invalid_utf8_is_passed_on_as_bytes() {
+        // The codec splits bytes; the frame layer refuses what is not UTF-8 JSON.
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::new();
+        assert_eq!(
+            feed(&mut codec, &mut buf, b"\xff\xfe\n"),
+            vec![Ok(BytesMut::from(&b"\xff\xfe"[..]))]
+        );
+        assert_eq!(crate::frame::ChildFrame::parse(b"\xff\xfe"), None);
+    }
+
+    #[test]
+    fn encoder_terminates_each_frame() {
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::new();
+        codec.encode("{\"type\":\"run\"}".to_owned(), &mut buf).unwrap();
+        codec.encode("{}".to_owned(), &mut buf).unwrap();
+        assert_eq!(&buf[..], b"{\"type\":\"run\"}\n{}\n");
+    }
+}

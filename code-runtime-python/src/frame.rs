@@ -1,0 +1,390 @@
+//! The frames of the fd-3 protocol (docs/python-frame-protocol.md): what the child may send,
+//! validated and rebuilt field by field, and what the host sends, built as text.
+//!
+//! Every inbound line is hostile: it comes from a process that runs model-written code with full
+//! access to fd 3. [`ChildFrame::parse`] therefore accepts only the exact shapes below and drops
+//! everything else, including valid JSON with one wrong field. Values are parsed by
+//! `code_runtime::json::parse`, which refuses lossy numbers on the raw token (an integer a double
+//! cannot hold, `-0`, `1e400`) and lone surrogates, so a frame that holds one is dropped whole.
+
+use code_runtime::json::{self, JsonValue, NumberSpelling};
+use code_runtime::{CodeBindingNamespace, FailureKind};
+use serde_json::{Map, Number};
+
+/// A frame from the child, rebuilt from only the fields the protocol defines.
+#[derive(Debug, PartialEq)]
+pub enum ChildFrame {
+    /// Boot frame received; the child is ready for `run`.
+    BootAck,
+    /// One line the program printed.
+    Log {
+        /// The line, without its newline.
+        text: String,
+    },
+    /// The program called a binding.
+    Call {
+        /// The child's correlation id, echoed in the reply (finite, not `-0`).
+        id: Number,
+        /// The namespace global.
+        global: String,
+        /// The member name.
+        name: String,
+        /// The argument (present; `null` allowed).
+        args: JsonValue,
+    },
+    /// The program settled.
+    Done(Done),
+}
+
+/// How the child says the program settled.
+#[derive(Debug, PartialEq)]
+pub enum Done {
+    /// Completed, with its value (`None`: the program returned nothing).
+    Completed(Option<JsonValue>),
+    /// Failed in a way only the child can see: `exception`, `invalid-output` or `output-limit`.
+    Failed {
+        /// One of the three kinds a child may report.
+        kind: FailureKind,
+        /// The child's diagnostic (the traceback for an exception).
+        message: String,
+    },
+}
+
+impl ChildFrame {
+    /// Validates one line from fd 3. `None` means "drop it": never an error, never a panic.
+    pub fn parse(line: &[u8]) -> Option<ChildFrame> {
+        let text = std::str::from_utf8(line).ok()?;
+        let JsonValue::Object(mut fields) = json::parse(text).ok()? else { return None };
+        let frame = Self::rebuild(&mut fields);
+        // What is left may be arbitrarily deep; drop it without recursion.
+        json::drop_value(JsonValue::Object(fields));
+        frame
+    }
+
+    fn rebuild(fields: &mut Map<String, JsonValue>) -> Option<ChildFrame> {
+        let kind = match fields.get("type") {
+            Some(JsonValue::String(kind)) => kind.clone(),
+            _ => return None,
+        };
+        match kind.as_str() {
+            "boot-ack" => Some(ChildFrame::BootAck),
+            "log" => match fields.remove("text") {
+                Some(JsonValue::String(text)) => Some(ChildFrame::Log { text }),
+                other => drop_then_none(other),
+            },
+            "call" => {
+                let id = match fields.get("id") {
+                    Some(JsonValue::Number(id)) => id.clone(),
+                    _ => return None,
+                };
+                let (Some(JsonValue::String(global)), Some(JsonValue::String(name))) =
+                    (fields.get("global"), fields.get("name"))
+                else {
+                    return None;
+                };
+                let (global, name) = (global.clone(), name.clone());
+                // An absent `args` is dropped rather than passed on as `null`.
+                let args = fields.remove("args")?;
+                Some(ChildFrame::Call { id, global, name, args })
+            }
+            "done" => {
+                let value = fields.remove("value");
+                match fields.get("error") {
+                    None => Some(ChildFrame::Done(Done::Completed(value))),
+                    Some(error) => {
+                        let failure = Self::failure(error);
+                        // A done carrying both settles as its error; the value is discarded.
+                        if let Some(value) = value {
+                            json::drop_value(value);
+                        }
+                        let (kind, message) = failure?;
+                        Some(ChildFrame::Done(Done::Failed { kind, message }))
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn failure(error: &JsonValue) -> Option<(FailureKind, String)> {
+        let JsonValue::Object(error) = error else { return None };
+        let kind = match error.get("kind")?.as_str()? {
+            "exception" => FailureKind::Exception,
+            "invalid-output" => FailureKind::InvalidOutput,
+            "output-limit" => FailureKind::OutputLimit,
+            _ => return None,
+        };
+        let message = error.get("message")?.as_str()?.to_owned();
+        Some((kind, message))
+    }
+}
+
+fn drop_then_none(value: Option<JsonValue>) -> Option<ChildFrame> {
+    if let Some(value) = value {
+        json::drop_value(value);
+    }
+    None
+}
+
+/// The first frame: the namespaces to materialise and the limits the child enforces on itself
+/// before anything reaches fd 3.
+pub fn boot(
+    namespaces: &[CodeBindingNamespace],
+    max_output_bytes: u64,
+    max_frame_bytes: usize,
+) -> String {
+    let mut out = String::from("{\"type\":\"boot\",\"namespaces\":[");
+    for (index, namespace) in namespaces.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"global\":");
+        out.push_str(&json::quote(&namespace.global));
+        out.push_str(",\"names\":[");
+        for (index, name) in namespace.functions.keys().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push_str(&json::quote(name));
+        }
+        out.push(']');
+        if let Some(class) = &namespace.error_class {
+            out.push_str(",\"errorClass\":{\"name\":");
+            out.push_str(&json::quote(&class.name));
+            out.push_str(",\"memberNameProperty\":");
+            out.push_str(&json::quote(&class.member_name_property));
+            out.push('}');
+        }
+        out.push('}');
+    }
+    out.push_str(&format!(
+        "],\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes}}}"
+    ));
+    out
+}
+
+/// The second frame: the program, and nothing else.
+pub fn run(program: &str) -> String {
+    format!("{{\"type\":\"run\",\"program\":{}}}", json::quote(program))
+}
+
+/// A resolution. Integers keep their exact digits, so Python sees `2**60` as the int it is.
+pub fn reply_ok(id: &Number, value: &JsonValue) -> String {
+    let mut out = format!("{{\"type\":\"reply\",\"id\":{},\"ok\":true,\"value\":", spell_id(id));
+    json::encode_with(value, NumberSpelling::ExactIntegers, &mut out);
+    out.push('}');
+    out
+}
+
+/// A rejection with the message the program sees.
+pub fn reply_error(id: &Number, message: &str) -> String {
+    format!(
+        "{{\"type\":\"reply\",\"id\":{},\"ok\":false,\"message\":{}}}",
+        spell_id(id),
+        json::quote(message)
+    )
+}
+
+fn spell_id(id: &Number) -> String {
+    let mut out = String::new();
+    json::encode_with(&JsonValue::Number(id.clone()), NumberSpelling::ExactIntegers, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(text: &str) -> Option<ChildFrame> {
+        ChildFrame::parse(text.as_bytes())
+    }
+
+    fn call(id: i64, args: JsonValue) -> Option<ChildFrame> {
+        Some(ChildFrame::Call {
+            id: Number::from(id),
+            global: "tools".into(),
+            name: "echo".into(),
+            args,
+        })
+    }
+
+    #[test]
+    fn c151_boot_ack_extra_fields_are_discarded() {
+        assert_eq!(parse(r#"{"type":"boot-ack"}"#), Some(ChildFrame::BootAck));
+        assert_eq!(parse(r#"{"type":"boot-ack","extra":"x"}"#), Some(ChildFrame::BootAck));
+    }
+
+    #[test]
+    fn c152_c153_log_needs_string_text() {
+        assert_eq!(
+            parse(r#"{"type":"log","text":"hi"}"#),
+            Some(ChildFrame::Log { text: "hi".into() })
+        );
+        assert_eq!(parse(r#"{"type":"log","text":42}"#), None);
+        assert_eq!(parse(r#"{"type":"log"}"#), None);
+        // There is no in-band truncation marker (DESIGN.md §9.1): a `truncated` flag means nothing.
+        assert_eq!(
+            parse(r#"{"type":"log","text":"x","truncated":true}"#),
+            Some(ChildFrame::Log { text: "x".into() })
+        );
+    }
+
+    #[test]
+    fn c154_call_shape() {
+        assert_eq!(
+            parse(r#"{"type":"call","id":1,"global":"tools","name":"echo","args":{"x":1}}"#),
+            call(1, json!({"x": 1}))
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":1,"global":"tools","name":"echo"}"#),
+            None,
+            "absent args"
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":1,"global":"tools","name":"echo","args":null}"#),
+            call(1, JsonValue::Null)
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":"1","global":"tools","name":"echo","args":1}"#),
+            None
+        );
+        assert_eq!(parse(r#"{"type":"call","id":1,"global":7,"name":"echo","args":1}"#), None);
+        assert_eq!(parse(r#"{"type":"call","id":1,"global":"tools","args":1}"#), None);
+    }
+
+    #[test]
+    fn c155_c156_done_shapes() {
+        assert_eq!(parse(r#"{"type":"done"}"#), Some(ChildFrame::Done(Done::Completed(None))));
+        assert_eq!(
+            parse(r#"{"type":"done","value":42}"#),
+            Some(ChildFrame::Done(Done::Completed(Some(json!(42)))))
+        );
+        assert_eq!(
+            parse(r#"{"type":"done","value":null}"#),
+            Some(ChildFrame::Done(Done::Completed(Some(JsonValue::Null))))
+        );
+        for (kind, expected) in [
+            ("exception", FailureKind::Exception),
+            ("invalid-output", FailureKind::InvalidOutput),
+            ("output-limit", FailureKind::OutputLimit),
+        ] {
+            let text = format!(r#"{{"type":"done","error":{{"kind":"{kind}","message":"boom"}}}}"#);
+            assert_eq!(
+                parse(&text),
+                Some(ChildFrame::Done(Done::Failed { kind: expected, message: "boom".into() }))
+            );
+        }
+        let both = r#"{"type":"done","value":1,"error":{"kind":"exception","message":"boom"}}"#;
+        assert_eq!(
+            parse(both),
+            Some(ChildFrame::Done(Done::Failed {
+                kind: FailureKind::Exception,
+                message: "boom".into()
+            }))
+        );
+        for error in [
+            r#"{"message":"boom"}"#,
+            r#"{"kind":"timeout","message":"x"}"#,
+            r#""boom""#,
+            "null",
+            "{}",
+            r#"{"kind":"exception","message":42}"#,
+        ] {
+            assert_eq!(parse(&format!(r#"{{"type":"done","error":{error}}}"#)), None, "{error}");
+        }
+    }
+
+    #[test]
+    fn c157_junk_is_dropped() {
+        for text in [
+            "null",
+            "42",
+            "\"str\"",
+            "{}",
+            r#"{"type":"unknown"}"#,
+            "[]",
+            r#"{"type":"boot"}"#,
+            r#"{"type":"reply","id":1,"ok":true,"value":1}"#,
+            "",
+            "not json",
+            r#"{"type":"log","text":"x"} trailing"#,
+        ] {
+            assert_eq!(parse(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn c158_c159_call_numbers_must_be_lossless() {
+        assert_eq!(
+            parse(r#"{"type":"call","id":1,"global":"tools","name":"echo","args":{"n":1e400}}"#),
+            None
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":1e400,"global":"tools","name":"echo","args":1}"#),
+            None
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":1,"global":"tools","name":"echo","args":[0,1.5]}"#),
+            call(1, json!([0, 1.5]))
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":-0,"global":"tools","name":"echo","args":1}"#),
+            None
+        );
+        assert_eq!(
+            parse(r#"{"type":"call","id":0,"global":"tools","name":"echo","args":1}"#),
+            call(0, json!(1))
+        );
+        assert_eq!(
+            parse(
+                r#"{"type":"call","id":1,"global":"tools","name":"echo","args":{"a":[1,{"b":-0}]}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            parse(
+                r#"{"type":"call","id":1,"global":"tools","name":"echo","args":9007199254740993}"#
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn deep_forged_frames_are_parsed_and_dropped_without_recursion() {
+        let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+        let frame = format!(
+            r#"{{"type":"call","id":1,"global":"tools","name":"echo","args":{deep},"junk":{deep}}}"#
+        );
+        let Some(ChildFrame::Call { args, .. }) = parse(&frame) else {
+            panic!("a deep call is valid")
+        };
+        json::drop_value(args);
+    }
+
+    #[test]
+    fn host_frames() {
+        let tools = CodeBindingNamespace::new("tools")
+            .function("echo", code_runtime::binding(|args| async move { Ok(args) }))
+            .function("my-tool", code_runtime::binding(|args| async move { Ok(args) }))
+            .error_class("ToolCallError", "toolName");
+        assert_eq!(
+            boot(&[tools, CodeBindingNamespace::new("empty")], 64, 65_536),
+            r#"{"type":"boot","namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536}"#
+        );
+        assert_eq!(run("return \"x\"\n"), r#"{"type":"run","program":"return \"x\"\n"}"#);
+        assert_eq!(
+            reply_ok(&Number::from(3), &json!([1u64 << 60, 1.5])),
+            r#"{"type":"reply","id":3,"ok":true,"value":[1152921504606846976,1.5]}"#
+        );
+        assert_eq!(
+            reply_error(&Number::from(4), "nope \"x\""),
+            r#"{"type":"reply","id":4,"ok":false,"message":"nope \"x\""}"#
+        );
+        assert_eq!(
+            reply_error(&Number::from_f64(1.5).unwrap(), "x"),
+            r#"{"type":"reply","id":1.5,"ok":false,"message":"x"}"#
+        );
+    }
+}
