@@ -1,11 +1,13 @@
 //! One run, from spawn to reaped child: the host side of the fd-3 protocol, the budgets, the
 //! output ledger, and teardown.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
 use std::future::pending;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,8 +22,6 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use serde_json::Number;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
@@ -37,6 +37,7 @@ use crate::frame::{self, ChildFrame, Done};
 pub(crate) struct Shared {
     pub(crate) config: PythonConfig,
     pub(crate) executable: PathBuf,
+    pub(crate) bootstrap: command::Bootstrap,
     pub(crate) disposed: CancellationToken,
 }
 
@@ -75,8 +76,13 @@ pub(crate) async fn run(
         // RLIMIT_CPU is only the kernel's backstop behind the millisecond polling below.
         cpu_seconds: limits.compute_ms.div_ceil(1000) + 1,
     };
-    let child =
-        command::spawn_run(&shared.executable, &workdir.path, child_end.as_raw_fd(), rlimits);
+    let child = command::spawn_run(
+        &shared.executable,
+        &shared.bootstrap,
+        &workdir.path,
+        child_end.as_raw_fd(),
+        rlimits,
+    );
     // The child has its own copy as fd 3; ours must close so EOF means "the child is gone".
     drop(child_end);
     let child = match child {
@@ -154,24 +160,13 @@ async fn drive(
     let (reader, writer) = tokio::net::UnixStream::from_std(channel)?.into_split();
     let mut frames = FramedRead::new(reader, FrameCodec::new(frame_bytes));
 
-    // Replies go through a writer task: a child that stops reading fd 3 (a spinning program) must
-    // not stall this loop, which still has budgets to enforce.
-    let (outbox, mut queued) = mpsc::unbounded_channel::<String>();
+    // Frames to the child are queued and written by a branch of the loop below, never awaited in
+    // place: a child that stops reading fd 3 (a spinning program) must not stall the loop, which
+    // still has budgets to enforce. The queue grows by one frame per call the child made.
     let mut sink = FramedWrite::new(writer, FrameCodec::new(frame_bytes));
-    let writer_task: JoinHandle<()> = tokio::spawn(async move {
-        while let Some(frame) = queued.recv().await {
-            if sink.send(frame).await.is_err() {
-                break;
-            }
-        }
-    });
-    let _writer = AbortOnDrop(writer_task);
-    // The outbox only fails once the writer task ended, i.e. the child stopped reading for good;
-    // fd 3's EOF then ends the run.
-    let send = |frame: String| {
-        let _ = outbox.send(frame);
-    };
-    send(frame::boot(&request.bindings, limits.max_output_bytes, frame_bytes));
+    let mut outbox = VecDeque::new();
+    let mut writable = true;
+    outbox.push_back(frame::boot(&request.bindings, limits.max_output_bytes, frame_bytes));
 
     let wall_deadline = start + Duration::from_millis(limits.max_wall_ms);
     let compute = Duration::from_millis(limits.compute_ms);
@@ -183,7 +178,9 @@ async fn drive(
         }
     };
     tokio::pin!(cancelled);
-    let mut calls = FuturesUnordered::new();
+    let mut calls: FuturesUnordered<
+        Pin<Box<dyn Future<Output = (Number, String, CallOutcome)> + Send>>,
+    > = FuturesUnordered::new();
     let mut seen_ids = HashSet::new();
     let mut booted = false;
 
@@ -213,7 +210,7 @@ async fn drive(
                 match ChildFrame::parse(&line) {
                     Some(ChildFrame::BootAck) if !booted => {
                         booted = true;
-                        send(frame::run(&request.program));
+                        outbox.push_back(frame::run(&request.program));
                     }
                     // Anything before the boot-ack, and any later boot-ack, is ignored.
                     None | Some(ChildFrame::BootAck) => {}
@@ -238,23 +235,29 @@ async fn drive(
                             Some(function) => {
                                 let call = AssertUnwindSafe(function.call(args)).catch_unwind();
                                 let label = format!("{global}.{name}");
-                                calls.push(AbortOnDrop(tokio::spawn(async move { (id, label, call.await) })));
+                                // Polled right here, not spawned: one thread hop less per call.
+                                calls.push(Box::pin(async move { (id, label, call.await) }));
                             }
                             None => {
                                 json::drop_value(args);
                                 let message = format!("unknown binding {}", json::quote(&format!("{global}.{name}")));
-                                send(frame::reply_error(&id, &message));
+                                outbox.push_back(frame::reply_error(&id, &message));
                             }
                         }
                     }
                     Some(ChildFrame::Done(done)) => return Ok(End::Done(done)),
                 }
             }
-            Some(joined) = calls.next(), if !calls.is_empty() => {
-                // A task only fails to join when it panicked outside the closure's future (never)
-                // or was aborted (only on teardown); either way there is nobody left to answer.
-                if let Ok((id, label, outcome)) = joined {
-                    send(reply(&id, &label, outcome));
+            Some((id, label, outcome)) = calls.next(), if !calls.is_empty() => {
+                outbox.push_back(reply(&id, &label, outcome));
+            }
+            written = write_queued(&mut sink, &mut outbox),
+                if writable && (!outbox.is_empty() || !sink.write_buffer().is_empty()) =>
+            {
+                // A failed write means the child closed fd 3; its EOF ends the run on the read side.
+                if written.is_err() {
+                    writable = false;
+                    outbox.clear();
                 }
             }
             chunk = substrate.stdout.next_chunk() => {
@@ -277,6 +280,18 @@ async fn drive(
 
 type CallOutcome = std::thread::Result<Result<JsonValue, BindingError>>;
 
+/// Moves every queued frame into the sink and flushes it. Cancel-safe: a frame leaves the queue
+/// only into the sink's buffer, which the next call flushes.
+async fn write_queued(
+    sink: &mut FramedWrite<tokio::net::unix::OwnedWriteHalf, FrameCodec>,
+    outbox: &mut VecDeque<String>,
+) -> Result<(), FrameError> {
+    while let Some(frame) = outbox.pop_front() {
+        sink.feed(frame).await?;
+    }
+    sink.flush().await
+}
+
 /// The reply frame for one finished binding call.
 fn reply(id: &Number, label: &str, outcome: CallOutcome) -> String {
     match outcome {
@@ -291,27 +306,6 @@ fn reply(id: &Number, label: &str, outcome: CallOutcome) -> String {
         }
         Ok(Err(error)) => frame::reply_error(id, error.message()),
         Err(_panic) => frame::reply_error(id, &format!("binding {} panicked", json::quote(label))),
-    }
-}
-
-/// Aborts a task when dropped, so a finished run leaves no task of its own behind. (Binding calls
-/// are not cancelled by this: the closure's future is simply dropped at its next await point.)
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        self.0.poll_unpin(cx)
     }
 }
 

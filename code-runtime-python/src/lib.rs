@@ -99,6 +99,7 @@ impl PythonCodeRuntime {
         let shared = driver::Shared {
             config,
             executable: probe.executable,
+            bootstrap: probe.bootstrap,
             disposed: CancellationToken::new(),
         };
         Ok(Self {

@@ -4,6 +4,7 @@
 //!   V8 library wired in when it is present.
 //! - `demo`: the main job of the README.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
+//! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
 mod tidy;
@@ -26,8 +27,24 @@ fn main() -> ExitCode {
             "ledger",
         ]),
         Some("tidy") => tidy::run(),
-        Some(other) => Err(format!("unknown command `{other}` (test, demo, tidy)")),
-        None => Err("missing command (test, demo, tidy)".to_owned()),
+        Some("bench") => toolchain::cargo(
+            &[
+                &[
+                    "run",
+                    "--quiet",
+                    "--release",
+                    "--package",
+                    "code-runtime-python",
+                    "--example",
+                    "bench",
+                    "--",
+                ],
+                &strs(&rest)[..],
+            ]
+            .concat(),
+        ),
+        Some(other) => Err(format!("unknown command `{other}` (test, demo, tidy, bench)")),
+        None => Err("missing command (test, demo, tidy, bench)".to_owned()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
