@@ -178,9 +178,7 @@ async fn drive(
         }
     };
     tokio::pin!(cancelled);
-    let mut calls: FuturesUnordered<
-        Pin<Box<dyn Future<Output = (Number, String, CallOutcome)> + Send>>,
-    > = FuturesUnordered::new();
+    let mut calls: FuturesUnordered<PendingCall> = FuturesUnordered::new();
     let mut seen_ids = HashSet::new();
     let mut booted = false;
 
@@ -279,6 +277,9 @@ async fn drive(
 }
 
 type CallOutcome = std::thread::Result<Result<JsonValue, BindingError>>;
+
+/// A binding call in flight: its id, `global.name` for diagnostics, and how it ended.
+type PendingCall = Pin<Box<dyn Future<Output = (Number, String, CallOutcome)> + Send>>;
 
 /// Moves every queued frame into the sink and flushes it. Cancel-safe: a frame leaves the queue
 /// only into the sink's buffer, which the next call flushes.
