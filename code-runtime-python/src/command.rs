@@ -46,6 +46,8 @@ pub(crate) struct Rlimits {
     pub(crate) address_space: u64,
     /// `RLIMIT_CPU` soft limit, seconds; the hard limit is one more.
     pub(crate) cpu_seconds: u64,
+    /// Try `unshare(CLONE_NEWPID)` before falling back to the subreaper.
+    pub(crate) pid_namespace: bool,
 }
 
 /// The base of every Python command: `-I -S -B -X utf8`, stdin from `/dev/null`, and an empty
@@ -255,7 +257,7 @@ fn contain(plan: &ExecPlan) -> io::Result<()> {
         if libc::getppid() != plan.host_pid {
             libc::_exit(111);
         }
-        let namespaced = libc::unshare(libc::CLONE_NEWPID) == 0;
+        let namespaced = plan.rlimits.pid_namespace && libc::unshare(libc::CLONE_NEWPID) == 0;
         if !namespaced {
             check(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
         }

@@ -29,6 +29,10 @@ pub struct PythonConfig {
     /// the output budget: `2 × max_output_bytes + 1 MiB`, which every honest frame fits (the child
     /// clips logs and refuses oversized values and arguments before sending them).
     pub max_frame_bytes: Option<usize>,
+    /// Whether to give each run its own PID namespace when the kernel allows it (default `true`).
+    /// Without one, the supervisor of each run is a child subreaper and sweeps what the program
+    /// left behind; see [`Containment`](crate::Containment).
+    pub pid_namespace: bool,
 }
 
 impl Default for PythonConfig {
@@ -37,6 +41,7 @@ impl Default for PythonConfig {
             limits: Limits::default(),
             interpreter: PathBuf::from("python3"),
             max_frame_bytes: None,
+            pid_namespace: true,
         }
     }
 }

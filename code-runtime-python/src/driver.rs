@@ -75,6 +75,7 @@ pub(crate) async fn run(
         address_space: limits.max_memory_mb.saturating_mul(1 << 20),
         // RLIMIT_CPU is only the kernel's backstop behind the millisecond polling below.
         cpu_seconds: limits.compute_ms.div_ceil(1000) + 1,
+        pid_namespace: shared.config.pid_namespace,
     };
     let child = command::spawn_run(
         &shared.executable,

@@ -94,6 +94,7 @@ impl PythonCodeRuntime {
         let rlimits = command::Rlimits {
             address_space: config.limits.max_memory_mb.saturating_mul(1 << 20),
             cpu_seconds: config.limits.compute_ms.div_ceil(1000) + 1,
+            pid_namespace: config.pid_namespace,
         };
         let probe = command::probe(&config.interpreter, rlimits)?;
         let shared = driver::Shared {

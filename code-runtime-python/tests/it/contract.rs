@@ -349,3 +349,38 @@ fn c031_c103_dispose_reaches_quiescence() {
     let error = tokio().block_on(runtime.run(CodeRunRequest::new("return 1"))).unwrap_err();
     assert!(error.to_string().contains("after disposal"), "{error}");
 }
+
+#[test]
+fn invalid_configuration_is_refused_at_construction() {
+    let missing = PythonCodeRuntime::new(PythonConfig {
+        interpreter: "/nonexistent/python3".into(),
+        ..PythonConfig::default()
+    });
+    let message = missing.unwrap_err().to_string();
+    assert!(message.starts_with("code-runtime: config.interpreter must be a CPython 3.9+ executable, got /nonexistent/python3"), "{message}");
+    let not_python = PythonCodeRuntime::new(PythonConfig {
+        interpreter: "/bin/true".into(),
+        ..PythonConfig::default()
+    });
+    assert!(not_python.unwrap_err().to_string().contains("config.interpreter"));
+    let frame = PythonCodeRuntime::new(PythonConfig {
+        max_frame_bytes: Some(1024),
+        ..PythonConfig::default()
+    });
+    assert_eq!(
+        frame.unwrap_err().to_string(),
+        "code-runtime: config.max_frame_bytes must be at least max_output_bytes + 65536, got 1024"
+    );
+    let limits = PythonCodeRuntime::new(PythonConfig {
+        limits: Limits { compute_ms: 0, ..Limits::default() },
+        ..PythonConfig::default()
+    });
+    assert!(
+        limits.unwrap_err().to_string().contains("config.compute_ms must be a positive number")
+    );
+    let tiny_memory = PythonCodeRuntime::new(PythonConfig {
+        limits: Limits { max_memory_mb: 1, ..Limits::default() },
+        ..PythonConfig::default()
+    });
+    assert!(tiny_memory.unwrap_err().to_string().contains("does not start contained"));
+}

@@ -110,9 +110,26 @@ fn threads_still_running_after_return() {
     assert_eq!(value(&run(program, vec![])), &json!("returned"));
 }
 
+fn subreaper_runtime() -> PythonCodeRuntime {
+    let runtime =
+        PythonCodeRuntime::new(PythonConfig { pid_namespace: false, ..PythonConfig::default() })
+            .unwrap();
+    assert_eq!(runtime.containment(), code_runtime_python::Containment::SubreaperSweep);
+    runtime
+}
+
 #[test]
 fn a_daemonized_grandchild_does_not_survive() {
-    let scratch = Scratch::new("daemon");
+    daemon_does_not_survive(default_runtime(), "daemon-ns");
+}
+
+#[test]
+fn a_daemonized_grandchild_does_not_survive_the_subreaper_either() {
+    daemon_does_not_survive(&subreaper_runtime(), "daemon-subreaper");
+}
+
+fn daemon_does_not_survive(runtime: &PythonCodeRuntime, name: &str) {
+    let scratch = Scratch::new(name);
     let lock = scratch.file("lock");
     let program = format!(
         r#"
@@ -141,16 +158,31 @@ return "daemonized"
 
 #[test]
 fn a_fork_storm_does_not_survive() {
+    let limits = Limits { compute_ms: 2_000, max_wall_ms: 3_000, ..Limits::default() };
+    fork_storm_does_not_survive(&runtime(limits), "forks-ns");
+}
+
+#[test]
+fn a_fork_storm_does_not_survive_the_subreaper_either() {
+    let limits = Limits { compute_ms: 2_000, max_wall_ms: 3_000, ..Limits::default() };
+    let config = PythonConfig { limits, pid_namespace: false, ..PythonConfig::default() };
+    fork_storm_does_not_survive(&PythonCodeRuntime::new(config).unwrap(), "forks-subreaper");
+}
+
+fn fork_storm_does_not_survive(runtime: &PythonCodeRuntime, name: &str) {
     // 64 processes that all spin, under a short budget: the run ends on time and takes them along.
-    let scratch = Scratch::new("forks");
+    let scratch = Scratch::new(name);
     let lock = scratch.file("lock");
-    let runtime = runtime(Limits { compute_ms: 2_000, max_wall_ms: 3_000, ..Limits::default() });
     let program = format!(
         "import fcntl, os\nfd = os.open({lock:?}, os.O_CREAT | os.O_RDWR)\nfcntl.flock(fd, fcntl.LOCK_SH)\nfor _ in range(6):\n    os.fork()\nwhile True:\n    pass"
     );
-    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let result = run_on(runtime, CodeRunRequest::new(program));
     assert_eq!(result.error().map(|e| e.kind), Some(FailureKind::Timeout), "{}", result.to_json());
-    assert!(!lock_is_held(&lock), "a forked process outlived its run");
+    assert!(
+        !lock_is_held(&lock),
+        "a forked process outlived its run ({:?})",
+        runtime.containment()
+    );
 }
 
 #[test]
