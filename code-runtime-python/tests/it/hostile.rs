@@ -148,12 +148,8 @@ os.read(r, 1)
 return "daemonized"
 "#
     );
-    assert_eq!(value(&run(&program, vec![])), &json!("daemonized"));
-    assert!(
-        !lock_is_held(&lock),
-        "the daemon outlived its run ({:?})",
-        default_runtime().containment()
-    );
+    assert_eq!(value(&run_on(runtime, CodeRunRequest::new(program))), &json!("daemonized"));
+    assert!(!lock_is_held(&lock), "the daemon outlived its run ({:?})", runtime.containment());
 }
 
 #[test]
