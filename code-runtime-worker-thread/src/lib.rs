@@ -1,5 +1,120 @@
 //! The TypeScript provider of code-runtime: a fresh V8 isolate per run on its own OS thread,
 //! type-stripped TypeScript, hard budgets.
 //!
-//! Not implemented yet: this crate exists so the workspace has its final shape. It exports nothing,
-//! so nothing can depend on behaviour it does not have. DESIGN.md §4 describes what it becomes.
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
+//! use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+//! use serde_json::json;
+//!
+//! let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig::default())?;
+//! let tools = CodeBindingNamespace::new("tools")
+//!     .function("search", binding(|args| async move { Ok(json!({ "hits": [args["q"]] })) }));
+//! let program = "const r: { hits: string[] } = await tools.search({ q: 'rust' });\nconsole.log(r.hits.length);\nreturn r.hits;";
+//! let result = runtime.run(CodeRunRequest::new(program).binding(tools)).await?;
+//! assert_eq!(result.to_json(), r#"{"logs":["1"],"value":["rust"]}"#);
+//! # Ok(()) }
+//! ```
+//!
+//! ## What a program sees
+//!
+//! ECMAScript built-ins, one object per binding namespace (its members are native functions that
+//! return promises), the declared error classes (real `Error` subclasses), `console` (`log`,
+//! `info`, `warn`, `error`, `debug`) and `setTimeout` / `clearTimeout`. No Node or Deno API, no
+//! network, no filesystem, no `process`. `eval`, `new Function` and WebAssembly compilation are
+//! refused unless the configuration allows them.
+//!
+//! ## Limits and caveats
+//!
+//! - `compute_ms` is the CPU time of the isolate's thread: awaiting a binding costs nothing, a hot
+//!   loop always accrues. The host samples it, so a run can overshoot by about a millisecond.
+//! - `max_memory_mb` bounds V8's heap and the ArrayBuffer backing stores together (the heap's size
+//!   is sampled between turns of the event loop). Running out of heap ends the run as
+//!   `worker-exit`; an ArrayBuffer the budget cannot hold is a `RangeError` the program sees.
+//! - An isolate is never reused: every run pays isolate creation (about a millisecond).
+#![warn(missing_docs)]
+
+mod bridge;
+mod config;
+mod convert;
+mod driver;
+mod isolate;
+mod platform;
+mod strip;
+mod termination;
+
+use std::sync::Arc;
+
+use code_runtime::{
+    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, async_trait,
+};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use crate::config::WorkerThreadConfig;
+
+/// A [`CodeRuntime`] that runs TypeScript programs, each in a fresh V8 isolate on its own thread.
+#[derive(Clone, Debug)]
+pub struct WorkerThreadCodeRuntime {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: driver::Shared,
+    tracker: TaskTracker,
+}
+
+impl WorkerThreadCodeRuntime {
+    /// Validates `config`. V8 itself is initialised once per process, with the first run.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] for invalid limits.
+    pub fn new(config: WorkerThreadConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let shared = driver::Shared { config, disposed: CancellationToken::new() };
+        Ok(Self { inner: Arc::new(Inner { shared, tracker: TaskTracker::new() }) })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &WorkerThreadConfig {
+        &self.inner.shared.config
+    }
+}
+
+#[async_trait]
+impl CodeRuntime for WorkerThreadCodeRuntime {
+    fn language(&self) -> &str {
+        "typescript"
+    }
+
+    fn isolation(&self) -> &str {
+        "worker-thread"
+    }
+
+    /// Runs one program in a fresh isolate.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future terminates the isolate at once; its thread is joined in the
+    /// background, which [`dispose`](CodeRuntime::dispose) waits for.
+    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
+        let inner = &self.inner;
+        // Token before the disposal check: see `PythonCodeRuntime::run` for the ordering.
+        let token = inner.tracker.token();
+        if inner.tracker.is_closed() {
+            return Err(ContractError::Disposed);
+        }
+        if let Some(settled) = request.preflight(&inner.shared.config.limits)? {
+            return Ok(settled);
+        }
+        Ok(driver::run(&inner.shared, request, token).await)
+    }
+
+    async fn dispose(&self) {
+        self.inner.tracker.close();
+        self.inner.shared.disposed.cancel();
+        self.inner.tracker.wait().await;
+    }
+}

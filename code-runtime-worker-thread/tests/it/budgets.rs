@@ -1,0 +1,203 @@
+//! Budgets, cancellation, disposal and output limits on TypeScript.
+
+use std::time::Duration;
+
+use code_runtime::{CancellationToken, CodeRunFailure, FailureKind};
+use serde_json::json;
+
+use crate::*;
+
+#[test]
+fn c048_compute_budget_with_a_pending_decoy_call() {
+    let runtime = runtime(Limits { compute_ms: 300, max_wall_ms: 30_000, ..Limits::default() });
+    let request = CodeRunRequest::new("void tools.slow({}); for (;;) {}")
+        .binding(tools().function("slow", never()));
+    assert_eq!(
+        run_on(&runtime, request).to_json(),
+        r#"{"logs":[],"error":{"kind":"timeout","message":"compute budget exhausted (300ms busy)"}}"#
+    );
+}
+
+#[test]
+fn c049_idle_time_is_not_compute() {
+    let runtime = runtime(Limits { compute_ms: 200, max_wall_ms: 30_000, ..Limits::default() });
+    let slow = binding(|_| async {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        Ok(json!("slow-done"))
+    });
+    let result = run_on(
+        &runtime,
+        CodeRunRequest::new("return await tools.slow({})").binding(tools().function("slow", slow)),
+    );
+    assert_eq!(value(&result), &json!("slow-done"));
+}
+
+#[test]
+fn c050_wall_clock_ceiling() {
+    let runtime = runtime(Limits { compute_ms: 30_000, max_wall_ms: 400, ..Limits::default() });
+    let request = CodeRunRequest::new("await tools.never({}); return 1")
+        .binding(tools().function("never", never()));
+    assert_eq!(
+        run_on(&runtime, request).to_json(),
+        r#"{"logs":[],"error":{"kind":"timeout","message":"wall-clock ceiling reached (400ms)"}}"#
+    );
+}
+
+#[test]
+fn c051_cancel_mid_loop() {
+    let signal = CancellationToken::new();
+    let cancel = signal.clone();
+    let request = CodeRunRequest::new("for (;;) {}").signal(signal);
+    let result = tokio().block_on(async {
+        let running = tokio::spawn(async move { default_runtime().run(request).await });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        cancel.cancel();
+        running.await.unwrap().unwrap()
+    });
+    assert_eq!(result.error(), Some(&CodeRunFailure::cancelled()));
+}
+
+#[test]
+fn c054_tiny_cap_and_a_strip_failure() {
+    let runtime = runtime(Limits { max_output_bytes: 4, ..Limits::default() });
+    assert_eq!(
+        run_on(&runtime, CodeRunRequest::new("enum E { A }\nreturn 1")).to_json(),
+        r#"{"logs":[],"error":{"kind":"output-limit","message":""}}"#
+    );
+}
+
+#[test]
+fn c056_out_of_memory_is_contained() {
+    let runtime = runtime(Limits { max_memory_mb: 32, ..Limits::default() });
+    let result = run_on(
+        &runtime,
+        CodeRunRequest::new(
+            "const hog: number[][] = []; for (;;) hog.push(new Array(10_000).fill(1));",
+        ),
+    );
+    assert_eq!(
+        result.error().map(|e| e.kind),
+        Some(FailureKind::WorkerExit),
+        "{}",
+        result.to_json()
+    );
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+}
+
+#[test]
+fn array_buffers_draw_on_the_memory_budget() {
+    let runtime = runtime(Limits { max_memory_mb: 64, ..Limits::default() });
+    let program = "const held: Uint8Array[] = []; for (let i = 0; i < 8 * 1024; i++) held.push(new Uint8Array(1 << 20)); return held.length";
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    // V8 counts backing stores towards its own heap pressure too, so the run ends either by the
+    // allocator refusing (a `RangeError` the program sees) or by the heap limit; never the host.
+    let error = result.error().expect("8 GiB cannot fit in 64 MB");
+    let refused = error.kind == FailureKind::Exception && error.message.starts_with("RangeError");
+    assert!(refused || error.kind == FailureKind::WorkerExit, "{}", result.to_json());
+    assert_eq!(
+        value(&run_on(&runtime, CodeRunRequest::new("return new Uint8Array(1 << 20).length"))),
+        &json!(1 << 20)
+    );
+}
+
+#[test]
+fn c060_runaway_logs() {
+    let runtime = runtime(Limits { max_output_bytes: 300, ..Limits::default() });
+    let result = run_on(
+        &runtime,
+        CodeRunRequest::new("for (let i = 0; i < 1000; i++) console.log('spam line', i); return 1"),
+    );
+    let mut expected: Vec<String> = (0..18).map(|i| format!("spam line {i}")).collect();
+    expected.push("spa".to_owned());
+    assert_eq!(result.logs(), expected);
+    assert_eq!(result.error(), Some(&CodeRunFailure::output_limit(300)));
+}
+
+#[test]
+fn c063_c064_c065_exact_ledger() {
+    let seven = runtime(Limits { max_output_bytes: 7, ..Limits::default() });
+    assert_eq!(
+        run_on(&seven, CodeRunRequest::new("return '€'")).to_json(),
+        r#"{"logs":[],"value":"€"}"#
+    );
+    let eleven = runtime(Limits { max_output_bytes: 11, ..Limits::default() });
+    assert_eq!(
+        run_on(&eleven, CodeRunRequest::new("console.log('abc'); return 'xy'")).to_json(),
+        r#"{"logs":["abc"],"value":"xy"}"#
+    );
+    assert_eq!(
+        run_on(&eleven, CodeRunRequest::new("console.log('abc'); throw 'xy'")).to_json(),
+        r#"{"logs":["abc"],"error":{"kind":"exception","message":"xy"}}"#
+    );
+    let ten = runtime(Limits { max_output_bytes: 10, ..Limits::default() });
+    assert_eq!(
+        run_on(&ten, CodeRunRequest::new("console.log('abc'); return 'xy'")).to_json(),
+        r#"{"logs":[],"error":{"kind":"output-limit","message":"outer "}}"#
+    );
+}
+
+#[test]
+fn c066_giant_stack_never_crosses() {
+    let runtime = runtime(Limits { max_output_bytes: 64, ..Limits::default() });
+    assert_eq!(
+        run_on(&runtime, CodeRunRequest::new("throw new Error('x'.repeat(1_000_000))")).to_json(),
+        r#"{"logs":[],"error":{"kind":"output-limit","message":"outer output exceeded 64 bytes"}}"#
+    );
+}
+
+#[test]
+fn c069_c070_default_cap_boundary() {
+    let fits = run("return 'x'.repeat(67_108_860)", vec![]);
+    assert_eq!(value(&fits).as_str().map(str::len), Some(67_108_860));
+    assert_eq!(
+        run("return 'x'.repeat(67_108_861)", vec![]).error(),
+        Some(&CodeRunFailure::output_limit(67_108_864))
+    );
+}
+
+#[test]
+fn c073_output_limit_masks_a_timeout() {
+    let runtime = runtime(Limits { max_output_bytes: 40, max_wall_ms: 300, ..Limits::default() });
+    assert_eq!(
+        run_on(
+            &runtime,
+            CodeRunRequest::new("console.log('x'.repeat(20)); await new Promise(() => {})")
+        )
+        .to_json(),
+        r#"{"logs":["xxxx"],"error":{"kind":"output-limit","message":"outer output exceeded 40 bytes"}}"#
+    );
+}
+
+#[test]
+fn c031_c103_dispose_reaches_quiescence() {
+    let runtime = runtime(Limits::default());
+    let result = tokio().block_on(async {
+        let running = tokio::spawn({
+            let runtime = runtime.clone();
+            async move { runtime.run(CodeRunRequest::new("for (;;) {}")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        runtime.dispose().await;
+        running.await.unwrap().unwrap()
+    });
+    assert_eq!(result.error(), Some(&CodeRunFailure::runtime_disposed()));
+    let error = tokio().block_on(runtime.run(CodeRunRequest::new("return 1"))).unwrap_err();
+    assert!(error.to_string().contains("after disposal"), "{error}");
+}
+
+#[test]
+fn dropping_the_run_future_stops_the_isolate() {
+    let runtime = runtime(Limits::default());
+    tokio().block_on(async {
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(200),
+            runtime.run(CodeRunRequest::new("for (;;) {}")),
+        )
+        .await;
+        assert!(dropped.is_err(), "the loop never ends by itself");
+        // dispose waits for the background join of the dropped run's thread.
+        tokio::time::timeout(Duration::from_secs(10), runtime.dispose())
+            .await
+            .expect("the isolate thread was joined");
+    });
+}

@@ -1,0 +1,361 @@
+//! The shared contract on TypeScript.
+
+use serde_json::json;
+
+use crate::*;
+
+#[test]
+fn c001_descriptors() {
+    assert_eq!(
+        (default_runtime().language(), default_runtime().isolation()),
+        ("typescript", "worker-thread")
+    );
+}
+
+#[test]
+fn trivial_run() {
+    assert_eq!(run("return 1", vec![]).to_json(), r#"{"logs":[],"value":1}"#);
+}
+
+#[test]
+fn c036_erasable_typescript_and_console() {
+    let program = "interface Point { x: number; y: number }\nconst p: Point = { x: 1, y: 2 } as Point;\nconsole.log('point', p);\nconsole.error([1, 'two', { deep: { deeper: { deepest: { gone: 1 } } } }]);\nreturn p.x + p.y;";
+    let result = run(program, vec![]);
+    assert_eq!(
+        result.to_json(),
+        r#"{"logs":["point { x: 1, y: 2 }","[ 1, 'two', { deep: { deeper: { deepest: [Object] } } } ]"],"value":3}"#
+    );
+}
+
+#[test]
+fn c037_bridge_both_ways_and_typed_rejections() {
+    let namespace = tools()
+        .function("echo", binding(|args| async move { Ok(json!({ "echoed": args })) }))
+        .function("fail", reject("nope"))
+        .function("failRaw", reject("raw-nope"));
+    let program = r#"
+const first = await tools.echo({ n: 1 });
+let caught = {};
+try { await tools.fail({}) } catch (error) { caught = { isTyped: error instanceof ToolCallError, name: error.name, toolName: error.toolName, message: error.message } }
+let caughtRaw = {};
+try { await tools.failRaw({}) } catch (error) { caughtRaw = { name: error.name, toolName: error.toolName, message: error.message } }
+return { first, caught, caughtRaw };
+"#;
+    assert_eq!(
+        value(&run(program, vec![namespace])),
+        &json!({"first": {"echoed": {"n": 1}}, "caught": {"isTyped": true, "name": "ToolCallError", "toolName": "fail", "message": "nope"}, "caughtRaw": {"name": "ToolCallError", "toolName": "failRaw", "message": "raw-nope"}})
+    );
+}
+
+#[test]
+fn c040_enum_is_refused_with_its_position() {
+    let result = run("enum E { A }\nreturn 1", vec![]);
+    assert_eq!(result.error().map(|e| e.kind), Some(code_runtime::FailureKind::Exception));
+    let message = &result.error().unwrap().message;
+    assert!(message.contains("enum") && message.contains("(1:1)"), "{message}");
+}
+
+#[test]
+fn c043_stack_uses_program_lines() {
+    let result = run("const x = 1;\n\nthrow new Error(\"kaboom\");", vec![]);
+    let message = &result.error().expect("a failure").message;
+    assert!(message.starts_with("Error: kaboom\n    at program:3:7"), "{message}");
+}
+
+#[test]
+fn c046_no_completion() {
+    assert_eq!(run("const x = 1", vec![]).to_json(), r#"{"logs":[]}"#);
+    assert_eq!(run("return null", vec![]).to_json(), r#"{"logs":[],"value":null}"#);
+}
+
+#[test]
+fn c002_failure_is_a_field() {
+    let result = run("throw new Error(\"boom\")", vec![]);
+    assert_eq!(result.error().map(|e| e.kind), Some(code_runtime::FailureKind::Exception));
+    assert_eq!(result.value(), None);
+}
+
+#[test]
+fn c003_pre_cancelled_starts_nothing() {
+    let signal = code_runtime::CancellationToken::new();
+    signal.cancel();
+    let request =
+        CodeRunRequest::new("return 1").binding(tools().function("probe", never())).signal(signal);
+    assert_eq!(
+        run_on(default_runtime(), request).to_json(),
+        r#"{"logs":[],"error":{"kind":"abort","message":"cancelled"}}"#
+    );
+}
+
+#[test]
+fn c018_namespace_named_like_an_error_class() {
+    let namespace = CodeBindingNamespace::new("ToolCallError");
+    assert_eq!(value(&run("return typeof ToolCallError", vec![namespace])), &json!("object"));
+}
+
+#[test]
+fn c038_generic_error_class() {
+    let helpers = CodeBindingNamespace::new("helpers")
+        .function("fail", reject("nope"))
+        .error_class("HelperCallError", "helperName");
+    let program = "try { await helpers.fail({}) } catch (error) { return { isTyped: error instanceof HelperCallError, isError: error instanceof Error, name: error.name, helperName: error.helperName, message: error.message }; }";
+    assert_eq!(
+        value(&run(program, vec![helpers])),
+        &json!({"isTyped": true, "isError": true, "name": "HelperCallError", "helperName": "fail", "message": "nope"})
+    );
+}
+
+#[test]
+fn c039_deep_values_both_ways() {
+    // 100 000 levels through the argument, the resolution and the completion.
+    let program = "let value: unknown = 'leaf';\nfor (let depth = 0; depth < 100_000; depth++) value = [value];\nconst back = await tools.echo(value);\nreturn back;";
+    let result = run(program, vec![tools().function("echo", echo())]);
+    let encoded = code_runtime::json::encode(value(&result));
+    assert_eq!(encoded.len(), 2 * 100_000 + 6);
+}
+
+#[test]
+fn c045_lossy_completions() {
+    for program in [
+        "return { f: () => 1 }",
+        "return -0",
+        "return Infinity",
+        "return new Array(2)",
+        "const a: any[] = []; a.push(a); return a",
+        "return new (class A {})()",
+        "return new Map()",
+        "return new Date()",
+        "return [undefined]",
+        "return { value: undefined }",
+        "return 1n",
+        "return Symbol('x')",
+        "return '\\ud800'",
+        "const a = [1]; Object.defineProperty(a, 'extra', { value: true }); return a",
+        "return Object.create({})",
+        "return { get bad() { throw new Error('x') } }",
+    ] {
+        let result = run(program, vec![]);
+        assert_eq!(
+            result.to_json(),
+            r#"{"logs":[],"error":{"kind":"invalid-output","message":"program completion must be lossless JSON"}}"#,
+            "{program}"
+        );
+    }
+}
+
+#[test]
+fn lossless_completions() {
+    assert_eq!(
+        value(&run(
+            "return { b: 1, a: [true, null, 'x', 1.5], [\"__proto__\"]: { safe: true } }",
+            vec![]
+        )),
+        &json!({"b": 1, "a": [true, null, "x", 1.5], "__proto__": {"safe": true}})
+    );
+    assert_eq!(
+        value(&run("const s = { v: 1 }; return [s, s]", vec![])),
+        &json!([{"v": 1}, {"v": 1}])
+    );
+    assert_eq!(
+        value(&run("return Object.assign(Object.create(null), { n: 2 ** 60 })", vec![])),
+        &json!({"n": 1u64 << 60})
+    );
+    assert_eq!(value(&run("return new Array(50_000).fill(7).length", vec![])), &json!(50_000));
+    assert_eq!(value(&run("return await Promise.resolve('€')", vec![])), &json!("€"));
+}
+
+#[test]
+fn c047_logs_before_a_throw_survive() {
+    let result = run("console.log('before'); throw new Error('after-log')", vec![]);
+    assert_eq!(result.logs(), ["before"]);
+}
+
+#[test]
+fn c085_c086_lossy_values_never_cross() {
+    let bad = binding(|_| async { Ok(json!(9_007_199_254_740_993u64)) });
+    let namespace = tools().function("bad", bad).function("echo", echo());
+    let program = r#"
+const failures = [];
+try { await tools.bad({}) } catch (e) { failures.push([e instanceof ToolCallError, e.toolName, e.message]) }
+const decorated = [1]; Object.defineProperty(decorated, 'extra', { value: true });
+for (const value of [new Date(), decorated, () => 1, undefined, NaN, -0, 1n]) {
+  try { await tools.echo(value) } catch (e) { failures.push([e instanceof ToolCallError, e.toolName, e.message]) }
+}
+try { await (tools.echo as any)() } catch (e) { failures.push([e instanceof ToolCallError, e.toolName, e.message]) }
+return failures;
+"#;
+    let result = run(program, vec![namespace]);
+    let mut expected = vec![json!([true, "bad", "binding resolution must be lossless JSON"])];
+    expected.extend(std::iter::repeat_n(
+        json!([true, "echo", "binding arguments must be lossless JSON"]),
+        8,
+    ));
+    assert_eq!(value(&result), &JsonValue::Array(expected));
+}
+
+#[test]
+fn c090_member_names_are_own_properties() {
+    let namespace = tools()
+        .function("__proto__", binding(|_| async { Ok(json!("proto-ok")) }))
+        .function("constructor", binding(|_| async { Ok(json!("ctor-ok")) }));
+    let program = "return [await tools['__proto__']({}), await tools['constructor']({}), typeof tools['hasOwnProperty'], Object.getPrototypeOf(tools)]";
+    assert_eq!(
+        value(&run(program, vec![namespace])),
+        &json!(["proto-ok", "ctor-ok", "undefined", null])
+    );
+}
+
+#[test]
+fn c094_c095_promises_and_separate_classes() {
+    let namespaces = vec![
+        CodeBindingNamespace::new("a").function("f", reject("x")).error_class("AError", "m"),
+        CodeBindingNamespace::new("b").function("f", reject("y")).error_class("BError", "m"),
+    ];
+    let program = "const out = [];\ntry { await a.f({}) } catch (e) { out.push(e instanceof AError, e instanceof BError) }\ntry { await b.f({}) } catch (e) { out.push(e instanceof AError, e instanceof BError) }\nreturn out;";
+    assert_eq!(value(&run(program, namespaces)), &json!([true, false, false, true]));
+    assert_eq!(
+        value(&run("return tools.echo(5)", vec![tools().function("echo", echo())])),
+        &json!(5)
+    );
+}
+
+#[test]
+fn c096_c097_parameters_and_strict_mode() {
+    let program = "return [typeof (globalThis as any).tools, typeof tools, typeof (globalThis as any).ToolCallError]";
+    assert_eq!(value(&run(program, vec![tools()])), &json!(["undefined", "object", "undefined"]));
+    let sloppy = run("undeclared = 1; return 1", vec![]);
+    assert!(
+        sloppy.error().unwrap().message.starts_with("ReferenceError: undeclared is not defined"),
+        "{}",
+        sloppy.to_json()
+    );
+    assert_eq!(
+        value(&run("return (function () { return this === undefined })()", vec![])),
+        &json!(true)
+    );
+}
+
+#[test]
+fn c098_c099_console_shape() {
+    let result = run(
+        "console.log('%s done', 'x', 1, null, undefined, [1, [2, [3, [4, [5]]]]]); console.info('i'); console.warn('w'); console.debug('d'); return Object.keys(console).sort()",
+        vec![],
+    );
+    assert_eq!(result.logs()[0], "%s done x 1 null undefined [ 1, [ 2, [ 3, [ 4, [Array] ] ] ] ]");
+    assert_eq!(result.logs()[1..], ["i", "w", "d"]);
+    assert_eq!(value(&result), &json!(["debug", "error", "info", "log", "warn"]));
+    assert_eq!(value(&run("return globalThis.console === console", vec![])), &json!(true));
+}
+
+#[test]
+fn c102_runs_are_isolated() {
+    assert!(run("(globalThis as any).leak = 'value'; return 1", vec![]).is_ok());
+    assert_eq!(value(&run("return typeof (globalThis as any).leak", vec![])), &json!("undefined"));
+}
+
+#[test]
+fn timers_fire_and_clear() {
+    let program = "const order: string[] = [];\nconst t = setTimeout(() => order.push('cleared'), 5);\nclearTimeout(t);\nawait new Promise(r => setTimeout(() => { order.push('fired'); r(null) }, 10));\nreturn order;";
+    assert_eq!(value(&run(program, vec![])), &json!(["fired"]));
+}
+
+#[test]
+fn throws_in_timers_and_unhandled_rejections_are_exceptions() {
+    let timer = run(
+        "setTimeout(() => { throw new Error('in timer') }, 1); await new Promise(r => setTimeout(r, 50)); return 1",
+        vec![],
+    );
+    assert!(timer.error().unwrap().message.starts_with("Error: in timer"), "{}", timer.to_json());
+    let rejection = run(
+        "void Promise.reject(new Error('unhandled')); await new Promise(r => setTimeout(r, 20)); return 1",
+        vec![],
+    );
+    assert!(
+        rejection.error().unwrap().message.starts_with("Error: unhandled"),
+        "{}",
+        rejection.to_json()
+    );
+    let handled_later =
+        run("const p = Promise.reject(new Error('late')); p.catch(() => {}); return 1", vec![]);
+    assert_eq!(value(&handled_later), &json!(1));
+}
+
+#[test]
+fn c126_thrown_values_render() {
+    assert_eq!(run("throw 'raw-throw'", vec![]).error().unwrap().message, "raw-throw");
+    assert_eq!(run("throw {}", vec![]).error().unwrap().message, "[object Object]");
+    assert_eq!(
+        run("const e = new Error('bare'); e.stack = undefined; throw e", vec![])
+            .error()
+            .unwrap()
+            .message,
+        "bare"
+    );
+    assert_eq!(
+        run("const e = new Error('x'); (e as any).stack = 42; throw e", vec![])
+            .error()
+            .unwrap()
+            .message,
+        "42"
+    );
+    assert_eq!(
+        run("throw { toString() { throw new Error('no') } }", vec![]).error().unwrap().message,
+        "program threw an unrenderable value"
+    );
+}
+
+#[test]
+fn eval_and_wasm_are_refused_by_default() {
+    let eval = run("return eval('1 + 1')", vec![]);
+    assert!(eval.error().unwrap().message.starts_with("EvalError"), "{}", eval.to_json());
+    let function = run("return new Function('return 1')()", vec![]);
+    assert!(function.error().unwrap().message.starts_with("EvalError"), "{}", function.to_json());
+    let wasm = run(
+        "const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); return (await WebAssembly.compile(bytes)) ? 1 : 0",
+        vec![],
+    );
+    assert_eq!(
+        wasm.error().map(|e| e.kind),
+        Some(code_runtime::FailureKind::Exception),
+        "{}",
+        wasm.to_json()
+    );
+    let allowed = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        allow_eval: true,
+        allow_wasm: true,
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    assert_eq!(value(&run_on(&allowed, CodeRunRequest::new("return eval('1 + 1')"))), &json!(2));
+    let bytes = "const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); return (await WebAssembly.compile(bytes)) instanceof WebAssembly.Module";
+    assert_eq!(value(&run_on(&allowed, CodeRunRequest::new(bytes))), &json!(true));
+}
+
+#[test]
+fn c041_non_erasable_syntax_is_refused() {
+    for (program, construct) in [
+        ("enum E { A }\nreturn 1", "enum"),
+        ("class A { constructor(private x: number) {} }\nreturn 1", "parameter"),
+        ("namespace N { export const x = 1 }\nreturn 1", "namespace"),
+        ("const x = <number>1;\nreturn x", ""),
+        ("const = ;", ""),
+    ] {
+        let result = run(program, vec![]);
+        assert_eq!(
+            result.error().map(|e| e.kind),
+            Some(code_runtime::FailureKind::Exception),
+            "{program}"
+        );
+        let message = &result.error().unwrap().message;
+        assert!(
+            message.to_lowercase().contains(construct) && message.contains(':'),
+            "{program}: {message}"
+        );
+    }
+}
+
+#[test]
+fn c042_erasable_forms_run() {
+    let program = "type T = { a: number };\ninterface I { b?: string }\nfunction f<T>(x: T): T { return x }\nconst v = f<number>(3) satisfies number;\nlet u!: string;\nclass C { declare y: number; z: number = 1 }\nreturn [v, new C().z, ([] as unknown[]).length];";
+    assert_eq!(value(&run(program, vec![])), &json!([3, 1, 0]));
+}

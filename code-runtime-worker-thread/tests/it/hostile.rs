@@ -1,0 +1,125 @@
+//! Hostile programs: escapes, prototype games, blocking, bombs and crowds.
+
+use std::time::Duration;
+
+use code_runtime::FailureKind;
+use serde_json::json;
+
+use crate::*;
+
+#[test]
+fn no_host_objects_are_reachable() {
+    let program = "const g = (this as any)?.constructor?.constructor ?? (() => globalThis);\nlet found: unknown;\ntry { found = Function('return this')() } catch (e) { found = String(e) }\nconst names = Object.getOwnPropertyNames(globalThis).filter(n => ['process', 'require', 'Deno', 'Buffer', 'fetch', 'module'].includes(n));\nreturn [typeof g, String(found).slice(0, 9), names];";
+    assert_eq!(value(&run(program, vec![])), &json!(["function", "EvalError", []]));
+}
+
+#[test]
+fn c088_the_bridge_survives_hostile_global_mutation() {
+    let namespace = tools().function("echo", echo()).function("fail", reject("nope"));
+    let program = r#"
+const g = globalThis as any;
+Array.isArray = () => false;
+for (const m of ['at', 'includes', 'pop', 'push']) (Array.prototype as any)[m] = () => { throw new Error('tampered') };
+for (const m of ['defineProperty', 'getOwnPropertyDescriptor', 'getPrototypeOf', 'keys']) (Object as any)[m] = () => { throw new Error('tampered') };
+(Object as any).hasOwn = () => false;
+Object.is = () => true;
+Object.prototype.propertyIsEnumerable = () => false;
+Number.isFinite = () => false;
+Number.isSafeInteger = () => false;
+Function.prototype.toString = () => 'bogus';
+(Object.prototype as any).get = () => undefined;
+(Object.prototype as any).constructor = null;
+(Array.prototype as any).constructor = null;
+for (const name of ['Array', 'Error', 'Function', 'Number', 'Object', 'Reflect', 'Set', 'String']) g[name] = undefined;
+const echoed = await tools.echo({ request: ['€', 1] });
+let failure;
+try { await tools.fail({}) } catch (e) { failure = { typed: e instanceof ToolCallError, name: e.name, toolName: e.toolName, message: e.message } }
+return { echoed, failure, completion: { ok: true, amount: 42 } };
+"#;
+    assert_eq!(
+        run(program, vec![namespace]).to_json(),
+        r#"{"logs":[],"value":{"echoed":{"request":["€",1]},"failure":{"typed":true,"name":"ToolCallError","toolName":"fail","message":"nope"},"completion":{"ok":true,"amount":42}}}"#
+    );
+}
+
+#[test]
+fn c087_impostor_objects_do_not_cross() {
+    let (counted, calls) = {
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = count.clone();
+        (
+            binding(move |args| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async move { Ok(args) }
+            }),
+            count,
+        )
+    };
+    let program = r#"
+const prototype = Object.create(null);
+const SpoofedObject = function Object() {};
+SpoofedObject.prototype = prototype;
+Object.defineProperty(prototype, 'constructor', { value: SpoofedObject });
+const forged = Object.assign(Object.create(prototype), { value: 1 });
+Function.prototype.toString = () => 'function Object() { [native code] }';
+try { await tools.never(forged) } catch (e) { return [e instanceof ToolCallError, e.message] }
+"#;
+    assert_eq!(
+        value(&run(program, vec![tools().function("never", counted)])),
+        &json!([true, "binding arguments must be lossless JSON"])
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[test]
+fn prepare_stack_trace_games_stay_in_the_program() {
+    let program = "(Error as any).prepareStackTrace = () => { throw new Error('gotcha') };\nthrow new Error('real');";
+    let result = run(program, vec![]);
+    assert_eq!(
+        result.error().map(|e| e.kind),
+        Some(FailureKind::Exception),
+        "{}",
+        result.to_json()
+    );
+    assert_eq!(value(&run("return 1", vec![])), &json!(1));
+}
+
+#[test]
+fn atomics_wait_and_hot_loops_obey_the_budgets() {
+    let runtime = runtime(Limits { compute_ms: 20_000, max_wall_ms: 500, ..Limits::default() });
+    let wait = run_on(
+        &runtime,
+        CodeRunRequest::new(
+            "const a = new Int32Array(new SharedArrayBuffer(4)); Atomics.wait(a, 0, 0); return 1",
+        ),
+    );
+    assert_eq!(wait.error().map(|e| e.kind), Some(FailureKind::Timeout), "{}", wait.to_json());
+    let spin = run_on(&runtime, CodeRunRequest::new("while (true) {}"));
+    assert_eq!(spin.error().map(|e| e.kind), Some(FailureKind::Timeout), "{}", spin.to_json());
+}
+
+#[test]
+fn a_thousand_concurrent_fan_outs() {
+    let namespace = tools().function("echo", echo());
+    let program = "const values = await Promise.all(Array.from({ length: 5 }, (_, i) => tools.echo(i)));\nreturn values.reduce((a, b) => a + b, 0);";
+    let results = tokio().block_on(async {
+        let runs = (0..1000).map(|_| {
+            let request = CodeRunRequest::new(program).binding(namespace.clone());
+            async move { default_runtime().run(request).await.unwrap() }
+        });
+        futures::future::join_all(runs).await
+    });
+    assert!(
+        results.iter().all(|result| result.value() == Some(&json!(10))),
+        "{:?}",
+        results.iter().find(|r| !r.is_ok()).map(|r| r.to_json())
+    );
+    // Every isolate thread is gone (joined), whatever other tests are running.
+    std::thread::sleep(Duration::from_millis(200));
+    let isolates = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("code-runtime-v8") && !name.contains("launch"))
+        .count();
+    assert!(isolates < 50, "{isolates} isolate threads still alive");
+}

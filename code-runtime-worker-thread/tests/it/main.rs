@@ -1,0 +1,62 @@
+//! Integration tests of the V8 provider. Tests named `cNNN_…` cover the numbered case of
+//! REFERENCE.md §5 (docs/conformance.md maps them).
+
+mod budgets;
+mod contract;
+mod hostile;
+
+use std::sync::OnceLock;
+
+use code_runtime::{
+    BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
+    CodeRuntime, JsonValue, Limits, binding,
+};
+use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+
+fn tokio() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    })
+}
+
+fn runtime(limits: Limits) -> WorkerThreadCodeRuntime {
+    WorkerThreadCodeRuntime::new(WorkerThreadConfig { limits, ..WorkerThreadConfig::default() })
+        .unwrap()
+}
+
+fn default_runtime() -> &'static WorkerThreadCodeRuntime {
+    static RUNTIME: OnceLock<WorkerThreadCodeRuntime> = OnceLock::new();
+    RUNTIME.get_or_init(|| runtime(Limits::default()))
+}
+
+/// `T{…}` of REFERENCE.md §5.
+fn tools() -> CodeBindingNamespace {
+    CodeBindingNamespace::new("tools").error_class("ToolCallError", "toolName")
+}
+
+fn echo() -> BindingFunction {
+    binding(|args| async move { Ok(args) })
+}
+
+fn reject(message: &'static str) -> BindingFunction {
+    binding(move |_| async move { Err(BindingError::new(message)) })
+}
+
+fn never() -> BindingFunction {
+    binding(|_| std::future::pending())
+}
+
+fn run_on(runtime: &WorkerThreadCodeRuntime, request: CodeRunRequest) -> CodeRunResult {
+    tokio().block_on(runtime.run(request)).expect("not contract misuse")
+}
+
+fn run(program: &str, bindings: Vec<CodeBindingNamespace>) -> CodeRunResult {
+    run_on(default_runtime(), CodeRunRequest { bindings, ..CodeRunRequest::new(program) })
+}
+
+#[track_caller]
+fn value(result: &CodeRunResult) -> &JsonValue {
+    assert!(result.is_ok(), "run failed: {}", result.to_json());
+    result.value().expect("a value")
+}
