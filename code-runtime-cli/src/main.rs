@@ -1,24 +1,95 @@
-//! The `code-runtime` command (CLI.md).
+//! The `code-runtime` command (../shared/design/CLI.md): run one program file against bindings
+//! described in JSON, or benchmark the providers.
 //!
-//! No provider is built in yet, so every subcommand is refused as usage error (exit code 2, one line
-//! on stderr) instead of pretending to run anything.
+//! Exit codes: 0 when the run completed, 1 when it failed (the result on stdout says how), 2 for
+//! misuse (a bad flag, an unreadable or invalid file, invalid bindings), with one line on stderr
+//! and nothing on stdout.
+
+mod bench;
+mod bindings_file;
+mod run;
 
 use std::process::ExitCode;
 
+/// A usage error: one line on stderr, exit code 2.
+#[derive(Debug)]
+struct Misuse(String);
+
+impl<T: std::fmt::Display> From<T> for Misuse {
+    fn from(message: T) -> Self {
+        Misuse(message.to_string())
+    }
+}
+
+const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
+[--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE]\n       \
+code-runtime bench [--language typescript|python|all] [--quick] [--json]";
+
+const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
+
+usage:
+  code-runtime run PROGRAM [options]     run a program file (`-` reads stdin); prints one JSON result
+  code-runtime bench [options]           measure the providers against their baselines
+
+run options:
+  --language typescript|python   default: from the extension (.ts .js .mts: typescript, .py: python)
+  --bindings FILE                JSON {\"namespaces\": [{\"global\": \"tools\", \"errorClass\": {\"name\": \"ToolCallError\",
+                                 \"memberNameProperty\": \"toolName\"}, \"functions\": {\"search\": {\"echo\": true}}}]}
+                                 behaviours: {\"echo\": true} {\"reply\": JSON} {\"reject\": \"message\"}
+                                 {\"command\": [\"prog\", \"arg\"]} (args JSON on stdin, stdout JSON resolves),
+                                 each with an optional \"delayMs\": N
+  --limits FILE                  JSON {\"timeoutMs\", \"computeMs\", \"memoryMb\", \"maxOutputBytes\"}; flags override
+  --timeout-ms N                 wall-clock ceiling (default 600000)
+  --compute-ms N                 CPU budget (default 60000)
+  --memory-mb N                  memory budget (default 512)
+  --max-output-bytes N           output budget over logs plus value or message (default 67108864)
+  --record FILE                  one JSON line per binding call
+                                 {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"}
+
+bench options:
+  --language typescript|python|all   default all
+  --quick                            a smaller sample, under a minute in all
+  --json                             one JSON object instead of a table
+
+example:
+  code-runtime run examples/research.ts --bindings examples/research.bindings.json
+
+exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr)";
+
 fn main() -> ExitCode {
-    let first = std::env::args().nth(1);
-    let message = match first.as_deref() {
-        Some("run" | "bench") => "no provider is built into this command yet",
-        Some(other) => {
-            return usage(&format!("unknown command {}", code_runtime::json::quote(other)));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let outcome = match args.first().map(String::as_str) {
+        Some("run") => run::main(&args[1..]),
+        Some("bench") => bench::main(&args[1..]),
+        Some("--help" | "-h" | "help") => {
+            print_stdout(HELP);
+            Ok(ExitCode::SUCCESS)
         }
-        None => "missing command (run, bench)",
+        Some("--version" | "-V") => {
+            print_stdout(concat!("code-runtime ", env!("CARGO_PKG_VERSION")));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => {
+            Err(Misuse(format!("unknown command {} ({USAGE})", code_runtime::json::quote(other))))
+        }
+        None => Err(Misuse(format!("missing command ({USAGE})"))),
     };
-    usage(message)
+    match outcome {
+        Ok(code) => code,
+        Err(Misuse(message)) => {
+            // One line, whatever the message held.
+            print_stderr(&format!("code-runtime: {}", message.replace('\n', " ")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[expect(clippy::print_stdout, reason = "the command's output")]
+fn print_stdout(text: &str) {
+    println!("{text}");
 }
 
 #[expect(clippy::print_stderr, reason = "the CLI contract: misuse is one line on stderr")]
-fn usage(message: &str) -> ExitCode {
-    eprintln!("code-runtime: {message}");
-    ExitCode::from(2)
+fn print_stderr(text: &str) {
+    eprintln!("{text}");
 }

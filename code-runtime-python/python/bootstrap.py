@@ -25,7 +25,8 @@ _read = posix.read
 _exit = posix._exit
 _quote = _json.encode_basestring
 
-_inbox = bytearray()
+# What the loader read past the bytecode: the start of the first frame.
+_inbox = bytearray(globals().get("_PRELUDE", b""))
 _results = {}
 _futures = {}
 _loop = None

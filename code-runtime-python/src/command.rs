@@ -73,22 +73,25 @@ enum Environment {
     Inherited,
 }
 
-/// How each run's child receives the bootstrap.
+/// The bootstrap, compiled once at construction by the run's own interpreter: compiling the
+/// source costs a run about 4 ms, loading the bytecode about 0.1 ms. It reaches each child on fd 3,
+/// ahead of the first frame, as a 10-digit length and the marshalled code object (passing it as an
+/// argument instead costs the exec about 1.5 ms).
 #[derive(Clone, Debug)]
-pub(crate) enum Bootstrap {
-    /// Compiled once at construction and passed as marshalled bytecode in hex: compiling the
-    /// source costs a run about 4 ms, loading the bytecode about 0.1 ms.
-    Compiled(String),
-    /// The source, when the bytecode would not fit in one argument.
-    Source,
+pub(crate) struct Bootstrap {
+    pub(crate) prelude: Vec<u8>,
 }
 
-/// Linux refuses a single argument longer than 128 KiB (`MAX_ARG_STRLEN`).
-const MAX_ARGUMENT_BYTES: usize = 128 * 1024 - 1;
-
-/// The loader that runs compiled bootstrap bytecode (the hex is the next argument, taken off
-/// `sys.argv` so the program does not see it).
-const LOADER: &str = "import marshal, sys\nexec(marshal.loads(bytes.fromhex(sys.argv.pop())))";
+/// The loader run with `-c`: reads the prelude from fd 3, runs the bootstrap, and hands it the
+/// bytes that followed (the start of the first frame) as `_PRELUDE`.
+const LOADER: &str = "import marshal, posix\n\
+b = b''\n\
+while len(b) < 10 or len(b) < 10 + int(b[:10]):\n    \
+chunk = posix.read(3, 1 << 20)\n    \
+if not chunk: posix._exit(70)\n    \
+b += chunk\n\
+n = 10 + int(b[:10])\n\
+exec(marshal.loads(b[10:n]), {'__name__': '__main__', '_PRELUDE': b[n:]})";
 
 /// What the interpreter probe learned at construction.
 #[derive(Debug)]
@@ -183,8 +186,18 @@ fn compile_bootstrap(executable: &Path) -> Result<Bootstrap, String> {
             last_line(&output.stderr)
         ));
     }
-    let hex = String::from_utf8_lossy(&output.stdout).into_owned();
-    Ok(if hex.len() <= MAX_ARGUMENT_BYTES { Bootstrap::Compiled(hex) } else { Bootstrap::Source })
+    let code = decode_hex(output.stdout.trim_ascii())
+        .ok_or("the bootstrap compiled to something unreadable")?;
+    let mut prelude = format!("{:010}", code.len()).into_bytes();
+    prelude.extend_from_slice(&code);
+    Ok(Bootstrap { prelude })
+}
+
+fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
+    let digit = |byte: u8| char::from(byte).to_digit(16);
+    hex.chunks(2)
+        .map(|pair| Some((digit(*pair.first()?)? * 16 + digit(*pair.get(1)?)?) as u8))
+        .collect()
 }
 
 fn last_line(bytes: &[u8]) -> String {
@@ -195,16 +208,12 @@ fn last_line(bytes: &[u8]) -> String {
 /// `channel` as fd 3, in `workdir`, stdout and stderr piped.
 pub(crate) fn spawn_run(
     executable: &Path,
-    bootstrap: &Bootstrap,
     workdir: &Path,
     channel: RawFd,
     rlimits: Rlimits,
 ) -> io::Result<tokio::process::Child> {
     let mut command = python_command(executable, Environment::Cleared);
-    match bootstrap {
-        Bootstrap::Compiled(hex) => command.args(["-c", LOADER, hex]),
-        Bootstrap::Source => command.args(["-c", BOOTSTRAP]),
-    };
+    command.args(["-c", LOADER]);
     command.current_dir(workdir).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(false);
     let plan = ExecPlan { channel: Some(channel), host_pid: host_pid(), rlimits };
     // SAFETY: `contain` only makes async-signal-safe calls (see its documentation).

@@ -77,13 +77,8 @@ pub(crate) async fn run(
         cpu_seconds: limits.compute_ms.div_ceil(1000) + 1,
         pid_namespace: shared.config.pid_namespace,
     };
-    let child = command::spawn_run(
-        &shared.executable,
-        &shared.bootstrap,
-        &workdir.path,
-        child_end.as_raw_fd(),
-        rlimits,
-    );
+    let child =
+        command::spawn_run(&shared.executable, &workdir.path, child_end.as_raw_fd(), rlimits);
     // The child has its own copy as fd 3; ours must close so EOF means "the child is gone".
     drop(child_end);
     let child = match child {
@@ -157,6 +152,12 @@ async fn drive(
 ) -> Result<End, std::io::Error> {
     let limits = shared.config.limits;
     let frame_bytes = shared.config.frame_bytes();
+    // The bootstrap's bytecode goes first, raw, before the socket turns non-blocking: it is a few
+    // tens of kilobytes, well inside the socket's buffer, so this write does not wait on the child.
+    {
+        use std::io::Write;
+        (&channel).write_all(&shared.bootstrap.prelude)?;
+    }
     channel.set_nonblocking(true)?;
     let (reader, writer) = tokio::net::UnixStream::from_std(channel)?.into_split();
     let mut frames = FramedRead::new(reader, FrameCodec::new(frame_bytes));

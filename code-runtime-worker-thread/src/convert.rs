@@ -39,6 +39,7 @@ pub(crate) fn from_v8<'s>(
     enum Frame<'s> {
         Array {
             source: v8::Local<'s, v8::Array>,
+            length: u32,
             next: u32,
             items: Vec<JsonValue>,
         },
@@ -102,6 +103,7 @@ pub(crate) fn from_v8<'s>(
                 path.entry(object.get_identity_hash().get()).or_default().push(object);
                 stack.push(Frame::Array {
                     source: array,
+                    length,
                     next: 0,
                     items: Vec::with_capacity(length as usize),
                 });
@@ -147,18 +149,18 @@ pub(crate) fn from_v8<'s>(
         // Read the next slot of the innermost container, or close it.
         let Some(top) = stack.last_mut() else { unreachable!("a container is open") };
         match top {
-            Frame::Array { source, next, items, .. } => {
-                if *next < source.length() {
+            Frame::Array { source, length, next, .. } => {
+                // A getter may shrink the array while it is read: every index below the length
+                // seen at the start must still exist.
+                if source.length() != *length {
+                    return Err(Lossy);
+                }
+                if *next < *length {
                     let item = source.get_index(scope, *next).ok_or(Lossy)?;
                     *next += 1;
-                    // A getter that shrank the array leaves the read index past its end.
-                    if *next > source.length() {
-                        return Err(Lossy);
-                    }
                     pending = Some(item);
                     continue;
                 }
-                let _ = items;
             }
             Frame::Object { source, keys, next, .. } => {
                 if *next < keys.len() {

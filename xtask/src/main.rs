@@ -2,7 +2,8 @@
 //!
 //! - `test [ARGS]`: the test command of the README: `cargo test --workspace [ARGS]` with the offline
 //!   V8 library wired in when it is present.
-//! - `demo`: the main job of the README.
+//! - `demo`: the main job of the README: a real TypeScript program against real bindings through
+//!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
@@ -22,23 +23,17 @@ fn main() -> ExitCode {
             "run",
             "--quiet",
             "--package",
-            "code-runtime",
-            "--example",
-            "ledger",
+            "code-runtime-cli",
+            "--",
+            "run",
+            "examples/research.ts",
+            "--bindings",
+            "examples/research.bindings.json",
         ]),
         Some("tidy") => tidy::run(),
         Some("bench") => toolchain::cargo(
             &[
-                &[
-                    "run",
-                    "--quiet",
-                    "--release",
-                    "--package",
-                    "code-runtime-python",
-                    "--example",
-                    "bench",
-                    "--",
-                ],
+                &["run", "--quiet", "--release", "--package", "code-runtime-cli", "--", "bench"],
                 &strs(&rest)[..],
             ]
             .concat(),

@@ -359,3 +359,100 @@ fn c042_erasable_forms_run() {
     let program = "type T = { a: number };\ninterface I { b?: string }\nfunction f<T>(x: T): T { return x }\nconst v = f<number>(3) satisfies number;\nlet u!: string;\nclass C { declare y: number; z: number = 1 }\nreturn [v, new C().z, ([] as unknown[]).length];";
     assert_eq!(value(&run(program, vec![])), &json!([3, 1, 0]));
 }
+
+#[test]
+fn c055_late_resolution_is_dropped() {
+    let signal = code_runtime::CancellationToken::new();
+    let cancel = signal.clone();
+    let late = binding(move |_| {
+        let cancel = cancel.clone();
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            cancel.cancel();
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            Ok(json!("too-late"))
+        }
+    });
+    let request = CodeRunRequest::new("return await tools.late({})")
+        .binding(tools().function("late", late))
+        .signal(signal);
+    assert_eq!(
+        run_on(default_runtime(), request).to_json(),
+        r#"{"logs":[],"error":{"kind":"abort","message":"cancelled"}}"#
+    );
+    assert_eq!(value(&run("return 2", vec![])), &json!(2));
+}
+
+#[test]
+fn c062_c068_values_against_the_ledger() {
+    let small = runtime(Limits { max_output_bytes: 64, ..Limits::default() });
+    assert_eq!(
+        run_on(&small, CodeRunRequest::new("return 'y'.repeat(10_000)")).to_json(),
+        r#"{"logs":[],"error":{"kind":"output-limit","message":"outer output exceeded 64 bytes"}}"#
+    );
+    assert_eq!(
+        value(&run("return new Array(50_000).fill(7)", vec![])),
+        &JsonValue::Array(vec![json!(7); 50_000])
+    );
+}
+
+#[test]
+fn c093_c122_error_instances() {
+    let namespaces = vec![
+        tools().function("fail", reject("nope")),
+        CodeBindingNamespace::new("helper").function("fail", reject("helper denied")),
+    ];
+    let program = "const out: unknown[] = [];\ntry { await tools.fail({}) } catch (e) { out.push([e instanceof Error, e.name, Object.keys(e), e.message, e.stack.split('\\n')[0]]) }\ntry { await helper.fail({}) } catch (e) { out.push([e.constructor === Error, e.name, e.message, Object.keys(e)]) }\nreturn out;";
+    assert_eq!(
+        value(&run(program, namespaces)),
+        &json!([
+            [true, "ToolCallError", ["toolName"], "nope", "ToolCallError: nope"],
+            [true, "Error", "helper denied", []]
+        ])
+    );
+}
+
+#[test]
+fn c101_logs_after_completion_are_dropped() {
+    let result = run("setTimeout(() => console.log('late'), 50); return 'early'", vec![]);
+    assert_eq!(result.to_json(), r#"{"logs":[],"value":"early"}"#);
+}
+
+#[test]
+fn c104_c123_end_to_end() {
+    let namespace = tools()
+        .function(
+            "double",
+            binding(|args| async move { Ok(json!(args["n"].as_f64().unwrap_or(0.0) * 2.0)) }),
+        )
+        .function("fail", reject("denied by host"));
+    let program = "const doubled: number = await tools.double({ n: 21 });\nconsole.log('halfway', doubled);\nlet failure;\ntry { await tools.fail({}) } catch (error) { failure = { typed: error instanceof ToolCallError, name: error.name, toolName: error.toolName, message: error.message } }\nreturn { doubled, failure };";
+    assert_eq!(
+        run(program, vec![namespace]).to_json(),
+        r#"{"logs":["halfway 42"],"value":{"doubled":42,"failure":{"typed":true,"name":"ToolCallError","toolName":"fail","message":"denied by host"}}}"#
+    );
+}
+
+#[test]
+fn c138_c139_getters_read_once_and_shrinking_arrays() {
+    let shrink = run(
+        "const a = [0, 2]; Object.defineProperty(a, 0, { get() { a.length = 1; return 0 }, enumerable: true, configurable: true }); return a",
+        vec![],
+    );
+    assert_eq!(
+        shrink.error().map(|e| e.kind),
+        Some(code_runtime::FailureKind::InvalidOutput),
+        "{}",
+        shrink.to_json()
+    );
+    let counted = run(
+        "let reads = 0; const o = { get v() { reads++; return 1 } }; const echoed = await tools.echo(o); return [echoed, reads]",
+        vec![tools().function("echo", echo())],
+    );
+    assert_eq!(value(&counted), &json!([{"v": 1}, 1]));
+    let throwing = run(
+        "try { await tools.echo({ get bad() { throw new Error('x') } }) } catch (e) { return e.message }",
+        vec![tools().function("echo", echo())],
+    );
+    assert_eq!(value(&throwing), &json!("binding arguments must be lossless JSON"));
+}

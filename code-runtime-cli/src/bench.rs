@@ -1,0 +1,296 @@
+//! `code-runtime bench`: the figures of DESIGN.md §7 for each provider, with the baselines
+//! measured in the same run (CLI.md).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::{CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
+use code_runtime_python::{PythonCodeRuntime, PythonConfig};
+use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+use futures::future::join_all;
+use serde_json::json;
+
+use crate::Misuse;
+
+pub(crate) fn main(args: &[String]) -> Result<ExitCode, Misuse> {
+    let mut language = "all".to_owned();
+    let (mut quick, mut as_json) = (false, false);
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--json" => as_json = true,
+            "--language" => language = rest.next().cloned().ok_or("--language needs a value")?,
+            other => return Err(Misuse(format!("unknown bench option {other}"))),
+        }
+    }
+    if !["all", "typescript", "python"].contains(&language.as_str()) {
+        return Err(Misuse(format!(
+            "--language must be typescript, python or all, got {language}"
+        )));
+    }
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| error.to_string())?;
+    let samples = if quick { 60 } else { 300 };
+    let mut report = json!({"baselines": {}, "ratios": {}});
+
+    // Python first: every run forks this process, and a fork copies the page tables of whatever
+    // V8 has mapped here by then, which adds milliseconds per Python run once TypeScript ran.
+    if language != "typescript" {
+        let python = PythonCodeRuntime::new(PythonConfig::default())?;
+        let bare = bare_python(python.executable(), samples);
+        let runtime: Arc<dyn CodeRuntime> = Arc::new(python);
+        let mut figures = tokio.block_on(measure(&runtime, samples, quick));
+        figures["trivial_run_ms"]["mode"] = json!("fresh process per run");
+        report["baselines"]["python_bare_start_ms"] = json!({"p50": bare, "n": samples});
+        report["ratios"]["py_trivial_vs_bare_python"] =
+            json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / bare);
+        report["python"] = figures;
+    }
+
+    if language != "python" {
+        let runtime: Arc<dyn CodeRuntime> =
+            Arc::new(WorkerThreadCodeRuntime::new(WorkerThreadConfig::default())?);
+        let figures = tokio.block_on(measure(&runtime, samples, quick));
+        let node = node_worker_spawn(if quick { 20 } else { 60 });
+        report["baselines"]["node_worker_spawn_ms"] = node
+            .as_ref()
+            .map_or(JsonValue::Null, |p50| json!({"p50": p50, "n": if quick { 20 } else { 60 }}));
+        if let Some(node) = node {
+            report["ratios"]["ts_trivial_vs_node_worker"] =
+                json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / node);
+        }
+        report["typescript"] = figures;
+    }
+    if as_json {
+        crate::print_stdout(&json::encode(&report));
+    } else {
+        crate::print_stdout(&table(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The provider figures: trivial run, binding round trip, fan-out, idle memory.
+async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) -> JsonValue {
+    let trivial = "return 1";
+    for _ in 0..5 {
+        let _ = runtime.run(CodeRunRequest::new(trivial)).await;
+    }
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let start = Instant::now();
+        let result = runtime.run(CodeRunRequest::new(trivial)).await;
+        times.push(start.elapsed());
+        assert!(result.is_ok_and(|r| r.is_ok()), "a trivial run failed");
+    }
+    let (p50, p99) = percentiles(&mut times);
+
+    let echo = CodeBindingNamespace::new("tools")
+        .function("echo", binding(|args| async move { Ok(args) }));
+    let loop_program = match runtime.language() {
+        "python" => "for i in range(1000):\n    await tools.echo(i)",
+        _ => "for (let i = 0; i < 1000; i++) await tools.echo(i);",
+    };
+    let mut per_call = Vec::new();
+    for _ in 0..if quick { 3 } else { 10 } {
+        let start = Instant::now();
+        let _ = runtime.run(CodeRunRequest::new(loop_program).binding(echo.clone())).await;
+        per_call.push(start.elapsed().saturating_sub(p50) / 1000);
+    }
+    let (rtt, _) = percentiles(&mut per_call);
+
+    let fanout = match runtime.language() {
+        "python" => {
+            "calls = [tools.echo(i) for i in range(20)]\nreturn sum([await call for call in calls])"
+        }
+        _ => {
+            "return (await Promise.all(Array.from({ length: 20 }, (_, i) => tools.echo(i)))).reduce((a, b) => a + b, 0)"
+        }
+    };
+    let start = Instant::now();
+    let results =
+        join_all((0..100).map(|_| runtime.run(CodeRunRequest::new(fanout).binding(echo.clone()))))
+            .await;
+    let seconds = start.elapsed().as_secs_f64();
+    let ok = results
+        .iter()
+        .filter(|result| result.as_ref().is_ok_and(|r| r.value() == Some(&json!(190))))
+        .count();
+
+    json!({
+        "trivial_run_ms": {"p50": ms(p50), "p99": ms(p99), "n": samples},
+        "binding_rtt_us": {"p50": rtt.as_secs_f64() * 1e6, "n": per_call.len() * 1000},
+        "fanout_100x20": {"ok": ok, "failed": 100 - ok, "seconds": seconds},
+        "idle_run_rss_mb": idle_memory(runtime).await,
+    })
+}
+
+/// Memory added per live run while 20 runs wait on a binding: this process's resident set plus
+/// the proportional set of its child processes, before and during.
+async fn idle_memory(runtime: &Arc<dyn CodeRuntime>) -> f64 {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let waiting = gate.clone();
+    let tools = CodeBindingNamespace::new("tools").function(
+        "wait",
+        binding(move |_| {
+            let waiting = waiting.clone();
+            async move {
+                waiting.notified().await;
+                Ok(json!(1))
+            }
+        }),
+    );
+    let before = footprint_kb();
+    let runs: Vec<_> = (0..20)
+        .map(|_| {
+            let runtime = runtime.clone();
+            let request = CodeRunRequest::new("return await tools.wait({})").binding(tools.clone());
+            tokio::spawn(async move { runtime.run(request).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let during = footprint_kb();
+    gate.notify_waiters();
+    for run in runs {
+        let _ = run.await;
+    }
+    during.saturating_sub(before) as f64 / 1024.0 / 20.0
+}
+
+fn footprint_kb() -> u64 {
+    let field = |path: String, name: &str| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|line| line.starts_with(name))
+                    .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let children = |pid: u32| -> Vec<u32> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .flat_map(|list| {
+                list.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let own = field("/proc/self/status".to_owned(), "VmRSS:");
+    let descendants: u64 = children(std::process::id())
+        .into_iter()
+        .map(|child| {
+            field(format!("/proc/{child}/smaps_rollup"), "Pss:")
+                + children(child)
+                    .into_iter()
+                    .map(|grandchild| field(format!("/proc/{grandchild}/smaps_rollup"), "Pss:"))
+                    .sum::<u64>()
+        })
+        .sum();
+    own + descendants
+}
+
+/// `python3 -I -S -c pass` on the provider's interpreter, p50 in ms.
+fn bare_python(executable: &Path, samples: usize) -> f64 {
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the baseline is the bare interpreter, outside the provider"
+        )]
+        let mut command = std::process::Command::new(executable);
+        command.args(["-I", "-S", "-c", "pass"]).env_clear();
+        let start = Instant::now();
+        let _ = command.status();
+        times.push(start.elapsed());
+    }
+    ms(percentiles(&mut times).0)
+}
+
+/// Node `worker_threads` spawn-to-first-message, p50 in ms; `None` without `node`.
+fn node_worker_spawn(samples: usize) -> Option<f64> {
+    const SCRIPT: &str = "const { Worker } = require('worker_threads');\n\
+        const n = Number(process.argv[1]); const times = [];\n\
+        (async () => { for (let i = 0; i < n; i++) { const t = process.hrtime.bigint();\n\
+          await new Promise(r => { const w = new Worker(\"require('worker_threads').parentPort.postMessage(1)\", { eval: true });\n\
+            w.once('message', () => { times.push(Number(process.hrtime.bigint() - t) / 1e6); w.terminate().then(r); }); }); }\n\
+          times.sort((a, b) => a - b); console.log(times[Math.floor(times.length / 2)]); })();";
+    #[expect(clippy::disallowed_methods, reason = "the baseline is Node itself")]
+    let output = std::process::Command::new("node")
+        .args(["-e", SCRIPT, &samples.to_string()])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn table(report: &JsonValue) -> String {
+    let mut out = String::new();
+    for (language, bar_trivial, bar_rtt) in
+        [("typescript", "<= 2 ms", "<= 10 us"), ("python", "<= 1.5x bare", "<= 60 us")]
+    {
+        let Some(figures) = report.get(language) else { continue };
+        let number = |path: &[&str]| {
+            path.iter()
+                .try_fold(figures, |value, key| value.get(*key))
+                .and_then(JsonValue::as_f64)
+                .unwrap_or(f64::NAN)
+        };
+        out.push_str(&format!("{language}\n"));
+        out.push_str(&format!(
+            "  trivial run        p50 {:>8.2} ms  p99 {:>8.2} ms   (bar {bar_trivial})\n",
+            number(&["trivial_run_ms", "p50"]),
+            number(&["trivial_run_ms", "p99"])
+        ));
+        out.push_str(&format!(
+            "  binding round trip p50 {:>8.2} us                   (bar {bar_rtt})\n",
+            number(&["binding_rtt_us", "p50"])
+        ));
+        out.push_str(&format!(
+            "  100 x 20 fan-out   {} ok, {} failed, {:.2} s\n",
+            number(&["fanout_100x20", "ok"]),
+            number(&["fanout_100x20", "failed"]),
+            number(&["fanout_100x20", "seconds"])
+        ));
+        out.push_str(&format!("  idle live run      {:>8.2} MB\n", number(&["idle_run_rss_mb"])));
+    }
+    let baseline = |key: &str| {
+        report["baselines"].get(key).and_then(|b| b.get("p50")).and_then(JsonValue::as_f64)
+    };
+    out.push_str("baselines\n");
+    match baseline("node_worker_spawn_ms") {
+        Some(node) => out
+            .push_str(&format!("  node worker_threads spawn-to-first-message p50 {node:.2} ms\n")),
+        None if report.get("typescript").is_some() => out.push_str("  node: not found\n"),
+        None => {}
+    }
+    if let Some(bare) = baseline("python_bare_start_ms") {
+        out.push_str(&format!("  python3 -I -S -c pass p50 {bare:.2} ms\n"));
+    }
+    for (key, label) in [
+        ("ts_trivial_vs_node_worker", "typescript trivial / node worker"),
+        ("py_trivial_vs_bare_python", "python trivial / bare python"),
+    ] {
+        if let Some(ratio) = report["ratios"].get(key).and_then(JsonValue::as_f64) {
+            out.push_str(&format!("  ratio {label}: {ratio:.2}x\n"));
+        }
+    }
+    out.trim_end().to_owned()
+}

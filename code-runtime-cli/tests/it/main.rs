@@ -1,0 +1,246 @@
+//! The `code-runtime` command tested from outside, as CLI.md states its contract.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn binary() -> Command {
+    #[expect(clippy::disallowed_methods, reason = "the binary under test")]
+    let mut command = Command::new(env!("CARGO_BIN_EXE_code-runtime"));
+    command.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    command
+}
+
+fn run(args: &[&str]) -> Output {
+    binary().args(args).output().expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir()
+            .join(format!("code-runtime-cli-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[track_caller]
+fn check_misuse(output: &Output, phrase: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(output.stdout.is_empty(), "stdout must stay empty: {}", stdout(output));
+    let message = stderr(output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.starts_with("code-runtime: ") && message.contains(phrase), "{message}");
+}
+
+#[test]
+fn the_typescript_example_runs() {
+    let output =
+        run(&["run", "examples/research.ts", "--bindings", "examples/research.bindings.json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.contains(r#""missing":"fetch_page: 404 not found""#), "{text}");
+}
+
+#[test]
+fn the_python_example_runs() {
+    let output =
+        run(&["run", "examples/aggregate.py", "--bindings", "examples/aggregate.bindings.json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).ends_with("\"value\":{\"totals\":{\"north\":200,\"south\":200,\"east\":200},\"grand_total\":600}}\n"), "{}", stdout(&output));
+}
+
+#[test]
+fn a_failed_run_exits_1_with_the_result() {
+    let scratch = Scratch::new("fail");
+    let program = scratch.write("boom.ts", "console.log('before'); throw 'boom'");
+    let output = run(&["run", &program]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[\"before\"],\"error\":{\"kind\":\"exception\",\"message\":\"boom\"}}\n"
+    );
+}
+
+#[test]
+fn programs_from_stdin_with_a_language() {
+    let mut child = binary()
+        .args(["run", "-", "--language", "python"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"print('hi')\nreturn 6 * 7").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&output), "{\"logs\":[\"hi\"],\"value\":42}\n");
+}
+
+#[test]
+fn misuse_exits_2_with_one_line() {
+    check_misuse(&run(&["run", "program.rb"]), "cannot tell the language");
+    check_misuse(&run(&["run"]), "missing PROGRAM");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--language", "cobol"]),
+        "--language must be",
+    );
+    check_misuse(&run(&["run", "examples/research.ts", "--bogus"]), "unknown option --bogus");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--timeout-ms", "soon"]),
+        "must be a non-negative integer",
+    );
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--compute-ms", "0"]),
+        "config.compute_ms must be a positive number",
+    );
+    check_misuse(&run(&["run", "/nonexistent/program.ts"]), "cannot read /nonexistent/program.ts");
+    check_misuse(&run(&["frobnicate"]), "unknown command");
+    check_misuse(&run(&[]), "missing command");
+}
+
+#[test]
+fn invalid_bindings_are_misuse() {
+    let scratch = Scratch::new("bindings");
+    let reserved =
+        scratch.write("reserved.json", r#"{"namespaces":[{"global":"lambda","functions":{}}]}"#);
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--bindings", &reserved]),
+        "binding global \"lambda\" is not a usable identifier",
+    );
+    let shape = scratch.write(
+        "shape.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"x":{"teleport":true}}}]}"#,
+    );
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--bindings", &shape]),
+        "expected one of echo, reply, reject, command",
+    );
+    let junk = scratch.write("junk.json", "{not json");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--bindings", &junk]),
+        "is not lossless JSON",
+    );
+}
+
+#[test]
+fn limits_file_and_flags() {
+    let scratch = Scratch::new("limits");
+    let program = scratch.write("big.ts", "return 'y'.repeat(10_000)");
+    let limits = scratch.write("limits.json", r#"{"maxOutputBytes": 64}"#);
+    let output = run(&["run", &program, "--limits", &limits]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"error\":{\"kind\":\"output-limit\",\"message\":\"outer output exceeded 64 bytes\"}}\n"
+    );
+    // The flag overrides the file.
+    let output = run(&["run", &program, "--limits", &limits, "--max-output-bytes", "20000"]);
+    assert_eq!(output.status.code(), Some(0));
+    let unknown = scratch.write("unknown.json", r#"{"heapMb": 1}"#);
+    check_misuse(&run(&["run", &program, "--limits", &unknown]), "unknown limit \"heapMb\"");
+    let spin = scratch.write("spin.py", "while True:\n    pass");
+    let output = run(&["run", &spin, "--timeout-ms", "300"]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"error\":{\"kind\":\"timeout\",\"message\":\"wall-clock ceiling reached (300ms)\"}}\n"
+    );
+}
+
+#[test]
+fn record_and_command_bindings() {
+    let scratch = Scratch::new("record");
+    let bindings = scratch.write(
+        "bindings.json",
+        r#"{"namespaces":[{"global":"tools","errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"},"functions":{
+            "shout":{"command":["python3","-c","import json,sys; print(json.dumps({'loud': json.load(sys.stdin)['text'].upper()}))"]},
+            "broken":{"command":["python3","-c","import sys; sys.stderr.write('no such thing'); sys.exit(3)"]},
+            "echo":{"echo":true,"delayMs":5}}}]}"#,
+    );
+    let program = scratch.write(
+        "calls.ts",
+        "const a = await tools.shout({ text: 'hi' });\nlet b = '';\ntry { await tools.broken({}) } catch (e) { b = e.message }\nreturn [a, b, await tools.echo([1])];",
+    );
+    let record = scratch.0.join("calls.jsonl");
+    let output =
+        run(&["run", &program, "--bindings", &bindings, "--record", record.to_str().unwrap()]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"value\":[{\"loud\":\"HI\"},\"no such thing\",[1]]}\n",
+        "{}",
+        stderr(&output)
+    );
+    let lines = std::fs::read_to_string(&record).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].starts_with(r#"{"namespace":"tools","function":"shout","args":{"text":"hi"},"ok":{"loud":"HI"},"startedMs":"#), "{}", lines[0]);
+    assert!(lines[1].contains(r#""error":"no such thing""#), "{}", lines[1]);
+    assert!(lines.iter().all(|line| line.contains("\"durationMs\":")));
+}
+
+#[test]
+fn sigint_aborts_the_run() {
+    let scratch = Scratch::new("sigint");
+    for (name, program) in [("spin.ts", "for (;;) {}"), ("spin.py", "while True:\n    pass")] {
+        let path = scratch.write(name, program);
+        let child = binary()
+            .args(["run", &path])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill has no memory effects; the child is ours and unreaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        assert_eq!(
+            stdout(&output),
+            "{\"logs\":[],\"error\":{\"kind\":\"abort\",\"message\":\"cancelled\"}}\n",
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn help_documents_every_flag() {
+    let output = run(&["--help"]);
+    let help = stdout(&output);
+    for flag in [
+        "--language",
+        "--bindings",
+        "--limits",
+        "--timeout-ms",
+        "--compute-ms",
+        "--memory-mb",
+        "--max-output-bytes",
+        "--record",
+        "--quick",
+        "--json",
+        "example:",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}
