@@ -56,7 +56,8 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Misuse> {
     if language != "python" {
         let runtime: Arc<dyn CodeRuntime> =
             Arc::new(WorkerThreadCodeRuntime::new(WorkerThreadConfig::default())?);
-        let figures = tokio.block_on(measure(&runtime, samples, quick));
+        let mut figures = tokio.block_on(measure(&runtime, samples, quick));
+        figures["trivial_run_ms"]["mode"] = json!("fresh isolate per run, no pool");
         let node = node_worker_spawn(if quick { 20 } else { 60 });
         report["baselines"]["node_worker_spawn_ms"] = node
             .as_ref()
