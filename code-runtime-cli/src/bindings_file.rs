@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::Misuse;
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{BindingError, CodeBindingNamespace, binding};
 
@@ -14,13 +13,14 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where calls are recorded, shared by every binding of a run.
 #[derive(Clone, Default)]
-pub(crate) struct Recorder {
+pub struct Recorder {
     lines: Option<Arc<Mutex<Vec<String>>>>,
     start: Option<Instant>,
 }
 
 impl Recorder {
-    pub(crate) fn new(enabled: bool) -> Self {
+    /// A recorder that keeps lines only when `enabled`.
+    pub fn new(enabled: bool) -> Self {
         Self { lines: enabled.then(Arc::default), start: Some(Instant::now()) }
     }
 
@@ -68,7 +68,7 @@ impl Recorder {
     }
 
     /// The recorded lines, each a JSON object.
-    pub(crate) fn lines(&self) -> Vec<String> {
+    pub fn lines(&self) -> Vec<String> {
         self.lines
             .as_ref()
             .and_then(|lines| lines.lock().ok().map(|lines| lines.clone()))
@@ -77,12 +77,29 @@ impl Recorder {
 }
 
 /// Reads a bindings file into namespaces.
-pub(crate) fn load(path: &Path, recorder: &Recorder) -> Result<Vec<CodeBindingNamespace>, Misuse> {
+///
+/// # Errors
+///
+/// A one-line message for an unreadable file or one that does not follow the format.
+pub fn load(path: &Path, recorder: &Recorder) -> Result<Vec<CodeBindingNamespace>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let file = json::parse(&text)
         .map_err(|error| format!("{} is not lossless JSON: {error}", path.display()))?;
-    let invalid = |why: &str| Misuse(format!("{}: {why}", path.display()));
+    from_json(&file, &path.display().to_string(), recorder)
+}
+
+/// Builds namespaces from a parsed bindings document; `origin` names it in error messages.
+///
+/// # Errors
+///
+/// A one-line message when the document does not follow the format.
+pub fn from_json(
+    file: &JsonValue,
+    origin: &str,
+    recorder: &Recorder,
+) -> Result<Vec<CodeBindingNamespace>, String> {
+    let invalid = |why: &str| format!("{origin}: {why}");
     let namespaces = file
         .get("namespaces")
         .and_then(JsonValue::as_array)

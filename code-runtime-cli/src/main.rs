@@ -6,7 +6,6 @@
 //! and nothing on stdout.
 
 mod bench;
-mod bindings_file;
 mod run;
 
 use std::process::ExitCode;

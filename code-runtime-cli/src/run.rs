@@ -11,7 +11,7 @@ use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 
 use crate::Misuse;
-use crate::bindings_file::{self, Recorder};
+use code_runtime_cli::bindings_file::{self, Recorder};
 
 #[derive(Debug, Default)]
 struct Args {
@@ -83,7 +83,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Misuse> {
     let limits = limits(&args)?;
     let recorder = Recorder::new(args.record.is_some());
     let bindings = match &args.bindings {
-        Some(path) => bindings_file::load(path, &recorder)?,
+        Some(path) => bindings_file::load(path, &recorder).map_err(Misuse)?,
         None => Vec::new(),
     };
 

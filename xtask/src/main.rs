@@ -5,6 +5,7 @@
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
+//! - `conformance [--provider typescript|python] [--suite NAME]`: the cross-provider suite.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
             "examples/research.bindings.json",
         ]),
         Some("tidy") => tidy::run(),
+        Some("conformance") => conformance(&rest),
         Some("bench") => toolchain::cargo(
             &[
                 &["run", "--quiet", "--release", "--package", "code-runtime-cli", "--", "bench"],
@@ -38,8 +40,10 @@ fn main() -> ExitCode {
             ]
             .concat(),
         ),
-        Some(other) => Err(format!("unknown command `{other}` (test, demo, tidy, bench)")),
-        None => Err("missing command (test, demo, tidy, bench)".to_owned()),
+        Some(other) => {
+            Err(format!("unknown command `{other}` (test, demo, tidy, bench, conformance)"))
+        }
+        None => Err("missing command (test, demo, tidy, bench, conformance)".to_owned()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -48,6 +52,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `conformance [--provider typescript|python] [--suite NAME]`: the conformance test, filtered.
+fn conformance(args: &[String]) -> Result<(), String> {
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let variable = match flag.as_str() {
+            "--provider" => "CONFORMANCE_PROVIDER",
+            "--suite" => "CONFORMANCE_SUITE",
+            other => return Err(format!("unknown conformance option {other}")),
+        };
+        // SAFETY: xtask is single-threaded, so nothing reads the environment while it changes;
+        // the variable reaches the test process through cargo.
+        unsafe { std::env::set_var(variable, value) };
+    }
+    toolchain::cargo_test(&["--package", "conformance", "--test", "it"])
 }
 
 fn strs(args: &[String]) -> Vec<&str> {

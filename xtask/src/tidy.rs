@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use crate::toolchain::project_root;
 
-const CRATES: [&str; 5] = [
+const CRATES: [&str; 6] = [
     "code-runtime",
     "code-runtime-worker-thread",
     "code-runtime-python",
     "code-runtime-cli",
     "xtask",
+    "conformance",
 ];
 
 pub(crate) fn run() -> Result<(), String> {

@@ -1,0 +1,1 @@
+return await (tools.echo as any)(1, 2, 3)

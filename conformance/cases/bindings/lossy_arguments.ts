@@ -1,0 +1,5 @@
+try {
+  await tools.echo(() => 1);
+} catch (error) {
+  return [error instanceof ToolCallError, error.toolName, error.message];
+}

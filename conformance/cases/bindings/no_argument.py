@@ -1,0 +1,4 @@
+try:
+    await tools.echo()
+except ToolCallError as error:
+    return str(error)

@@ -1,0 +1,5 @@
+try {
+  await (tools.echo as any)();
+} catch (error) {
+  return error.message;
+}

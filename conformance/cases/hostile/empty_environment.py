@@ -1,0 +1,2 @@
+import os
+return sorted(key for key in os.environ if key != "LC_CTYPE")

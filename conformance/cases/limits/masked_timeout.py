@@ -1,0 +1,2 @@
+print("x" * 20)
+await tools.slow({})

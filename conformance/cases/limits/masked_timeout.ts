@@ -1,0 +1,2 @@
+console.log("x".repeat(20));
+await tools.slow({});

@@ -1,0 +1,1 @@
+return "y".repeat(10_000)

@@ -1,0 +1,2 @@
+await tools.slow({})
+return 1

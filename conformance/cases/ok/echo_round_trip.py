@@ -1,0 +1,1 @@
+return await tools.echo({"n": 1, "list": [True, None, "x", 1.5]})

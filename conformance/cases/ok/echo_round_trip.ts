@@ -1,0 +1,1 @@
+return await tools.echo({ n: 1, list: [true, null, "x", 1.5] })

@@ -1,0 +1,5 @@
+try {
+  await helpers.fail({});
+} catch (error) {
+  return { isTyped: error instanceof HelperCallError, helperName: error.helperName, message: error.message };
+}

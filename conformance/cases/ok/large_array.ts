@@ -1,0 +1,1 @@
+return new Array(50_000).fill(7).length

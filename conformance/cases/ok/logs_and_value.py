@@ -1,0 +1,3 @@
+print("a", 1)
+print("b")
+return "done"

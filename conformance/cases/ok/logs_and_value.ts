@@ -1,0 +1,3 @@
+console.log("a", 1);
+console.log("b");
+return "done"

@@ -1,0 +1,1 @@
+return [await tools["__proto__"]({}), await tools["constructor"]({}), await tools["my-tool"]({})]

@@ -1,0 +1,5 @@
+try {
+  await tools.fail({});
+} catch (error) {
+  return { isTyped: error instanceof ToolCallError, toolName: error.toolName, message: error.message };
+}

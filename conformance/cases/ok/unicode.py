@@ -1,0 +1,2 @@
+print("héllo €😀")
+return ["€", "😀", "\u0000", "line\nbreak"]

@@ -1,0 +1,2 @@
+console.log("héllo €😀");
+return ["€", "😀", "\u0000", "line\nbreak"]

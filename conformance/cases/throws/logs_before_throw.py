@@ -1,0 +1,2 @@
+print("before")
+raise Exception("after-log")

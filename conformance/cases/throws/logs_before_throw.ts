@@ -1,0 +1,2 @@
+console.log("before");
+throw new Error("after-log")

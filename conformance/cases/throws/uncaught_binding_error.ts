@@ -1,0 +1,2 @@
+await tools.fail({});
+return 1

@@ -1,0 +1,214 @@
+//! The conformance runner: every case under `conformance/cases/<suite>/` runs through a provider's
+//! `CodeRuntime` trait object and is rendered as a stable Markdown report, which the suite's test
+//! snapshots with insta and checks against the suite's expectation.
+//!
+//! A case is a program file, `<name>.ts` or `<name>.py`, and an optional sidecar `<name>.json`:
+//!
+//! ```json
+//! {"bindings": {"namespaces": [...]}, "limits": {"maxOutputBytes": 64}, "expect": "..."}
+//! ```
+//!
+//! `bindings` is the command line's bindings-file format (CLI.md), `limits` its limits-file format.
+//! A case that exists in both languages (same suite, same name) is a parity case: both providers must
+//! produce the same logs, value and error kind, and the same message unless the kind is `exception`
+//! (a stack trace and a traceback are spelled differently).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::{CodeRunRequest, CodeRunResult, CodeRuntime, FailureKind, Limits};
+use code_runtime_cli::bindings_file::{self, Recorder};
+use code_runtime_python::{PythonCodeRuntime, PythonConfig};
+use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+
+/// The suites, named by what their cases must do.
+pub const SUITES: [&str; 6] = ["ok", "throws", "limits", "bindings", "hostile", "misuse"];
+
+/// One case file.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// `ok`, `throws`, ...
+    pub suite: String,
+    /// The file name without extension.
+    pub name: String,
+    /// `typescript` or `python`.
+    pub language: &'static str,
+    /// The program file.
+    pub path: PathBuf,
+}
+
+/// How one case ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The run's result, or the contract error's message.
+    pub result: Result<CodeRunResult, String>,
+    /// Every binding call, as the command line's `--record` writes it (timings removed).
+    pub calls: Vec<String>,
+}
+
+/// The cases directory of this repository.
+pub fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
+}
+
+/// Where the reports are snapshotted, one directory per language.
+pub fn snapshots_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots")
+}
+
+/// Every case, sorted by suite, name and language.
+pub fn cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for suite in SUITES {
+        let Ok(entries) = std::fs::read_dir(cases_dir().join(suite)) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let language = match path.extension().and_then(|ext| ext.to_str()) {
+                Some("ts") => "typescript",
+                Some("py") => "python",
+                _ => continue,
+            };
+            let name =
+                path.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().to_owned();
+            cases.push(Case { suite: suite.to_owned(), name, language, path });
+        }
+    }
+    cases.sort_by(|a, b| (&a.suite, &a.name, a.language).cmp(&(&b.suite, &b.name, b.language)));
+    cases
+}
+
+/// Runs one case on a fresh provider of its language, configured by its sidecar.
+pub async fn run(case: &Case) -> Outcome {
+    let sidecar = case.path.with_extension("json");
+    let sidecar = match std::fs::read_to_string(&sidecar) {
+        Ok(text) => {
+            json::parse(&text).unwrap_or_else(|error| panic!("{}: {error}", sidecar.display()))
+        }
+        Err(_) => JsonValue::Object(Default::default()),
+    };
+    let limits = limits(sidecar.get("limits"));
+    let recorder = Recorder::new(true);
+    let bindings = match sidecar.get("bindings") {
+        Some(document) => bindings_file::from_json(document, &case.name, &recorder)
+            .unwrap_or_else(|error| panic!("{error}")),
+        None => Vec::new(),
+    };
+    let runtime: Arc<dyn CodeRuntime> = match case.language {
+        "python" => Arc::new(
+            PythonCodeRuntime::new(PythonConfig { limits, ..PythonConfig::default() })
+                .expect("python3 starts"),
+        ),
+        _ => Arc::new(
+            WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+                limits,
+                ..WorkerThreadConfig::default()
+            })
+            .expect("valid limits"),
+        ),
+    };
+    let program = std::fs::read_to_string(&case.path).expect("readable case");
+    let result = runtime
+        .run(CodeRunRequest { program, bindings, signal: None })
+        .await
+        .map_err(|error| error.to_string());
+    runtime.dispose().await;
+    let calls = recorder
+        .lines()
+        .into_iter()
+        .map(|line| line.split(",\"startedMs\"").next().unwrap_or_default().to_owned() + "}")
+        .collect();
+    Outcome { result, calls }
+}
+
+fn limits(document: Option<&JsonValue>) -> Limits {
+    let mut limits = Limits::default();
+    for (key, value) in document.and_then(JsonValue::as_object).into_iter().flatten() {
+        let number = value.as_u64().unwrap_or_else(|| panic!("limit {key} must be an integer"));
+        match key.as_str() {
+            "timeoutMs" => limits.max_wall_ms = number,
+            "computeMs" => limits.compute_ms = number,
+            "memoryMb" => limits.max_memory_mb = number,
+            "maxOutputBytes" => limits.max_output_bytes = number,
+            other => panic!("unknown limit {other}"),
+        }
+    }
+    limits
+}
+
+/// The stable Markdown report of an outcome.
+pub fn report(case: &Case, outcome: &Outcome) -> String {
+    let mut out = format!("# {}/{} ({})\n\n## Outcome\n\n", case.suite, case.name, case.language);
+    match &outcome.result {
+        Err(misuse) => out.push_str(&format!("misuse\n\n## Error\n\n{misuse}\n")),
+        Ok(result) => {
+            match result.error() {
+                None => out.push_str("completed\n"),
+                Some(error) => out.push_str(&format!("failed: {}\n", error.kind)),
+            }
+            if let Some(value) = result.value() {
+                out.push_str(&format!("\n## Value\n\n```json\n{}\n```\n", json::encode(value)));
+            }
+            if !result.logs().is_empty() {
+                out.push_str("\n## Logs\n\n");
+                for log in result.logs() {
+                    out.push_str(&format!("- {}\n", json::quote(log)));
+                }
+            }
+            if let Some(error) = result.error() {
+                out.push_str(&format!("\n## Error\n\n```text\n{}\n```\n", error.message));
+            }
+        }
+    }
+    if !outcome.calls.is_empty() {
+        // Sorted: concurrent calls complete in an order no case should depend on.
+        let mut calls = outcome.calls.clone();
+        calls.sort();
+        out.push_str("\n## Binding calls (sorted)\n\n");
+        for call in &calls {
+            out.push_str(&format!("- `{call}`\n"));
+        }
+    }
+    out
+}
+
+/// Whether `outcome` is what `suite` promises; `Err` says why not.
+pub fn check_expectation(suite: &str, outcome: &Outcome) -> Result<(), String> {
+    let kind = outcome.result.as_ref().ok().map(|result| result.error().map(|error| error.kind));
+    match (suite, kind) {
+        ("ok", Some(None)) => Ok(()),
+        ("throws", Some(Some(FailureKind::Exception))) => Ok(()),
+        (
+            "limits",
+            Some(Some(
+                FailureKind::Timeout
+                | FailureKind::OutputLimit
+                | FailureKind::WorkerExit
+                | FailureKind::InvalidOutput,
+            )),
+        ) => Ok(()),
+        ("bindings" | "hostile", Some(_)) => Ok(()),
+        ("misuse", None) => Ok(()),
+        (suite, kind) => Err(format!("a case in {suite}/ ended as {kind:?}")),
+    }
+}
+
+/// What two languages must agree on: logs, value, error kind, and the message unless the kind is
+/// `exception`.
+pub fn parity_view(outcome: &Outcome) -> String {
+    match &outcome.result {
+        Err(misuse) => format!("misuse: {misuse}"),
+        Ok(result) => {
+            let error = result.error().map(|error| match error.kind {
+                FailureKind::Exception => "exception".to_owned(),
+                kind => format!("{kind}: {}", error.message),
+            });
+            format!(
+                "logs {:?}\nvalue {:?}\nerror {:?}",
+                result.logs(),
+                result.value().map(json::encode),
+                error
+            )
+        }
+    }
+}
