@@ -15,8 +15,9 @@ use crate::convert::{self, Intrinsics};
 /// What the isolate thread tells the host.
 #[derive(Debug)]
 pub(crate) enum FromIsolate {
-    /// The isolate exists: its termination handle and its thread's CPU clock.
-    Started { handle: v8::IsolateHandle, cpu_clock: Option<libc::clockid_t> },
+    /// The isolate exists (its handle is attached to the run's `Termination`): its thread's CPU
+    /// clock.
+    Started { cpu_clock: Option<libc::clockid_t> },
     /// One console line.
     Log(String),
     /// A binding call: the member's index in [`Member`] order, and the detached argument.

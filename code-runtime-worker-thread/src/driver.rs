@@ -110,7 +110,6 @@ pub(crate) async fn run(
         thread: Some(thread),
         inbox: inbox.clone(),
         termination: termination.clone(),
-        handle: None,
         tracker: Some(tracker),
     };
 
@@ -129,10 +128,7 @@ pub(crate) async fn run(
     tokio::pin!(cancelled);
     let mut calls: FuturesUnordered<PendingCall> = FuturesUnordered::new();
     let stop = |guard: &ThreadGuard, reason: Reason| {
-        if guard.termination.claim(reason) {
-            if let Some(handle) = &guard.handle {
-                handle.terminate_execution();
-            }
+        if guard.termination.stop(reason) {
             let _ = guard.inbox.send(ToIsolate::Stop);
         }
     };
@@ -154,14 +150,7 @@ pub(crate) async fn run(
                 }
             }
             event = events.recv() => match event {
-                Some(FromIsolate::Started { handle, cpu_clock: clock }) => {
-                    // A stop that came before the handle existed is applied now.
-                    if termination.reason().is_some() {
-                        handle.terminate_execution();
-                    }
-                    guard.handle = Some(handle);
-                    cpu_clock = clock;
-                }
+                Some(FromIsolate::Started { cpu_clock: clock }) => cpu_clock = clock,
                 Some(FromIsolate::Log(line)) => {
                     if ledger.admit_log(line) == Admission::Exceeded {
                         stop(&guard, Reason::OutputExceeded);
@@ -241,7 +230,6 @@ struct ThreadGuard {
     thread: Option<JoinHandle<()>>,
     inbox: std_mpsc::Sender<ToIsolate>,
     termination: Arc<Termination>,
-    handle: Option<v8::IsolateHandle>,
     tracker: Option<TaskTrackerToken>,
 }
 
@@ -259,10 +247,7 @@ impl ThreadGuard {
 impl Drop for ThreadGuard {
     fn drop(&mut self) {
         let Some(thread) = self.thread.take() else { return };
-        self.termination.claim(Reason::Abandoned);
-        if let Some(handle) = &self.handle {
-            handle.terminate_execution();
-        }
+        self.termination.stop(Reason::Abandoned);
         let _ = self.inbox.send(ToIsolate::Stop);
         let tracker = self.tracker.take();
         // The thread may still be starting its isolate; once it has, it sees the recorded reason

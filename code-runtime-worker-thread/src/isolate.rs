@@ -90,7 +90,8 @@ fn run_isolate(
     // SAFETY: pthread_getcpuclockid writes one clockid_t for the calling thread.
     let cpu_clock = (unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0)
         .then_some(clock);
-    let _ = host.send(FromIsolate::Started { handle: isolate.thread_safe_handle(), cpu_clock });
+    setup.termination.attach(isolate.thread_safe_handle());
+    let _ = host.send(FromIsolate::Started { cpu_clock });
 
     let finished = {
         v8::scope!(let scope, &mut isolate);

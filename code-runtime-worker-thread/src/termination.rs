@@ -3,12 +3,16 @@
 //! ArrayBuffers share.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// The first reason to end a run wins; later ones are ignored.
+/// The first reason to end a run wins; later ones are ignored. Holds the isolate's handle once the
+/// isolate exists, so a stop can never fall between "no isolate yet" and "isolate running".
 #[derive(Debug, Default)]
-pub(crate) struct Termination(AtomicU8);
+pub(crate) struct Termination {
+    reason: AtomicU8,
+    handle: Mutex<Option<v8::IsolateHandle>>,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -26,11 +30,34 @@ pub(crate) enum Reason {
 impl Termination {
     /// Records `reason` if no reason was recorded yet; returns whether it did.
     pub(crate) fn claim(&self, reason: Reason) -> bool {
-        self.0.compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.reason.compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Records `reason` and terminates the isolate if it exists; if it does not yet, `attach`
+    /// terminates it as soon as it does. Returns whether this call recorded the reason.
+    pub(crate) fn stop(&self, reason: Reason) -> bool {
+        if !self.claim(reason) {
+            return false;
+        }
+        // Claim first, then look for the handle under the lock `attach` holds while it checks
+        // the reason: one of the two always sees the other.
+        if let Some(handle) = self.handle.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            handle.terminate_execution();
+        }
+        true
+    }
+
+    /// Called by the isolate thread once its isolate exists.
+    pub(crate) fn attach(&self, handle: v8::IsolateHandle) {
+        let mut slot = self.handle.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.reason().is_some() {
+            handle.terminate_execution();
+        }
+        *slot = Some(handle);
     }
 
     pub(crate) fn reason(&self) -> Option<Reason> {
-        Some(match self.0.load(Ordering::Acquire) {
+        Some(match self.reason.load(Ordering::Acquire) {
             1 => Reason::Compute,
             2 => Reason::WallClock,
             3 => Reason::Cancelled,

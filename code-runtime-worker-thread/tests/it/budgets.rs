@@ -201,3 +201,22 @@ fn dropping_the_run_future_stops_the_isolate() {
             .expect("the isolate thread was joined");
     });
 }
+
+#[test]
+fn dropping_the_run_future_before_the_isolate_exists_still_stops_it() {
+    // The drop can land before the isolate thread has attached its handle; the recorded reason
+    // then stops the isolate as soon as it exists, and dispose still returns.
+    let runtime = runtime(Limits::default());
+    tokio().block_on(async {
+        for _ in 0..20 {
+            let _ = tokio::time::timeout(
+                Duration::from_micros(1),
+                runtime.run(CodeRunRequest::new("for (;;) {}")),
+            )
+            .await;
+        }
+        tokio::time::timeout(Duration::from_secs(20), runtime.dispose())
+            .await
+            .expect("every isolate thread was joined");
+    });
+}
