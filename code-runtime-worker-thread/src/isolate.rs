@@ -71,7 +71,11 @@ fn run_isolate(
     host: &UnboundedSender<FromIsolate>,
     inbox: &Receiver<ToIsolate>,
 ) -> Finished {
-    let params = v8::CreateParams::default()
+    let mut params = v8::CreateParams::default();
+    if let Some(snapshot) = crate::platform::snapshot() {
+        params = params.snapshot_blob(v8::StartupData::from(snapshot));
+    }
+    let params = params
         .heap_limits(0, setup.memory_bytes)
         .array_buffer_allocator(crate::termination::allocator(&setup.budget).make_shared());
     let mut isolate = v8::Isolate::new(params);
@@ -226,17 +230,24 @@ fn install<'s>(
     }
 
     // Error classes: real subclasses of the intrinsic `Error`, named by the consumer.
-    let factory_source = v8::String::new(
-        scope,
-        "(function (Base, name) {\n\
-           const C = class extends Base {};\n\
-           Object.defineProperty(C, 'name', { value: name });\n\
-           Object.defineProperty(C.prototype, 'name', { value: name, writable: true, configurable: true });\n\
-           return C;\n\
-         })",
-    )?;
-    let factory: v8::Local<'s, v8::Function> =
-        v8::Script::compile(scope, factory_source, None)?.run(scope)?.try_into().ok()?;
+    // The error-class factory comes with the startup snapshot, parked on the global object under
+    // a name the program never sees: it is taken off before the program runs.
+    let factory_key = v8::String::new(scope, crate::platform::BOOTSTRAP_GLOBAL)?;
+    let parked = global.get(scope, factory_key.into()).filter(|value| value.is_function());
+    let factory: v8::Local<'s, v8::Function> = match parked {
+        Some(factory) => {
+            global.delete(scope, factory_key.into())?;
+            factory.try_into().ok()?
+        }
+        // No snapshot (it could not be made): the same source, compiled here.
+        None => {
+            let source = v8::String::new(scope, crate::platform::BOOTSTRAP_SOURCE)?;
+            v8::Script::compile(scope, source, None)?.run(scope)?;
+            let factory = global.get(scope, factory_key.into())?;
+            global.delete(scope, factory_key.into())?;
+            factory.try_into().ok()?
+        }
+    };
     let undefined = v8::undefined(scope).into();
     let mut error_classes = Vec::new();
     let mut class_values: Vec<v8::Local<'s, v8::Value>> = Vec::new();

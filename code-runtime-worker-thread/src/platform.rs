@@ -20,6 +20,45 @@ static LAUNCHER: OnceLock<std::sync::Mutex<SyncSender<Request>>> = OnceLock::new
 /// compilation, for one, finishes through them).
 static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 
+/// The in-isolate bootstrap, baked into the startup snapshot: the factory of the declared error
+/// classes (real `Error` subclasses), parked on the global object until `isolate::install` takes
+/// it off. Console and timers are native functions bound to each run's state, created per run.
+pub(crate) const BOOTSTRAP_SOURCE: &str = "Object.defineProperty(globalThis, '__code_runtime_bootstrap__', {\n\
+    configurable: true,\n\
+    value: function (Base, name) {\n\
+      const C = class extends Base {};\n\
+      Object.defineProperty(C, 'name', { value: name });\n\
+      Object.defineProperty(C.prototype, 'name', { value: name, writable: true, configurable: true });\n\
+      return C;\n\
+    },\n\
+  });";
+
+/// Where [`BOOTSTRAP_SOURCE`] parks the factory.
+pub(crate) const BOOTSTRAP_GLOBAL: &str = "__code_runtime_bootstrap__";
+
+/// The startup snapshot every isolate is created from, made once on the launcher thread.
+static SNAPSHOT: OnceLock<Option<&'static [u8]>> = OnceLock::new();
+
+/// The snapshot, or `None` if V8 could not make one (isolates then run the bootstrap themselves).
+pub(crate) fn snapshot() -> Option<&'static [u8]> {
+    SNAPSHOT.get().copied().flatten()
+}
+
+fn make_snapshot() -> Option<&'static [u8]> {
+    let mut creator = v8::Isolate::snapshot_creator(None, None);
+    {
+        v8::scope!(let scope, &mut creator);
+        let context = v8::Context::new(scope, Default::default());
+        let scope = &mut v8::ContextScope::new(scope, context);
+        let source = v8::String::new(scope, BOOTSTRAP_SOURCE)?;
+        v8::Script::compile(scope, source, None)?.run(scope)?;
+        scope.set_default_context(context);
+    }
+    let blob = creator.create_blob(v8::FunctionCodeHandling::Keep)?;
+    // Made once per process and used by every isolate until the process ends.
+    Some(Box::leak(blob.to_vec().into_boxed_slice()))
+}
+
 /// Runs the foreground tasks V8's worker threads posted for `isolate`.
 pub(crate) fn pump(isolate: &mut v8::Isolate) {
     if let Some(platform) = PLATFORM.get() {
@@ -54,9 +93,21 @@ fn launcher(incoming: Receiver<Request>) {
     let _ = PLATFORM.set(platform.clone());
     v8::V8::initialize_platform(platform);
     v8::V8::initialize();
+    let _ = SNAPSHOT.set(make_snapshot());
     for (name, job, reply) in incoming {
         let spawned =
             std::thread::Builder::new().name(name).stack_size(ISOLATE_STACK_BYTES).spawn(job);
         let _ = reply.send(spawned);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn isolates_start_from_the_startup_snapshot() {
+        let thread = super::spawn_isolate_thread("snapshot-check".to_owned(), || {}).unwrap();
+        thread.join().unwrap();
+        let snapshot = super::snapshot().expect("the launcher made a startup snapshot");
+        assert!(!snapshot.is_empty());
     }
 }

@@ -456,3 +456,9 @@ fn c138_c139_getters_read_once_and_shrinking_arrays() {
     );
     assert_eq!(value(&throwing), &json!("binding arguments must be lossless JSON"));
 }
+
+#[test]
+fn the_bootstrap_leaves_no_trace() {
+    let program = "return [Object.getOwnPropertyNames(globalThis).filter((n) => n.includes('code_runtime')), typeof (globalThis as any).__code_runtime_bootstrap__]";
+    assert_eq!(value(&run(program, vec![tools()])), &json!([[], "undefined"]));
+}
