@@ -15,7 +15,7 @@ use std::time::Duration;
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{
     Admission, BindingError, CodeRunFailure, CodeRunRequest, CodeRunResult, FailureKind, Outcome,
-    OutputLedger,
+    OutputLedger, RunPermit,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -25,7 +25,6 @@ use tokio::process::Child;
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::codec::{FrameCodec, FrameError};
 use crate::command::{self, Rlimits};
@@ -38,6 +37,7 @@ pub(crate) struct Shared {
     pub(crate) config: PythonConfig,
     pub(crate) executable: PathBuf,
     pub(crate) bootstrap: command::Bootstrap,
+    /// The gate's disposal token (see `code_runtime::RunGate`).
     pub(crate) disposed: CancellationToken,
 }
 
@@ -58,7 +58,7 @@ enum End {
 pub(crate) async fn run(
     shared: &Shared,
     request: CodeRunRequest,
-    tracker: TaskTrackerToken,
+    permit: RunPermit,
 ) -> CodeRunResult {
     let limits = shared.config.limits;
     let mut ledger = limits.ledger();
@@ -86,7 +86,7 @@ pub(crate) async fn run(
         Err(error) => return settle_spawn_failure(ledger, &error),
     };
     let line_cap = usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX);
-    let mut substrate = Substrate::new(child, workdir, tracker, line_cap);
+    let mut substrate = Substrate::new(child, workdir, permit, line_cap);
 
     let end = match drive(shared, &request, &mut ledger, &mut substrate, host_end, start).await {
         Ok(end) => end,
@@ -173,12 +173,7 @@ async fn drive(
     let wall_deadline = start + Duration::from_millis(limits.max_wall_ms);
     let compute = Duration::from_millis(limits.compute_ms);
     let mut next_cpu_check = Instant::now();
-    let cancelled = async {
-        match &request.signal {
-            Some(signal) => signal.cancelled().await,
-            None => pending().await,
-        }
-    };
+    let cancelled = request.cancelled();
     tokio::pin!(cancelled);
     let mut calls: FuturesUnordered<PendingCall> = FuturesUnordered::new();
     let mut seen_ids = HashSet::new();
@@ -323,7 +318,7 @@ struct Substrate {
     stderr: PipeLines,
     workdir: Option<Workdir>,
     reaped: bool,
-    tracker: Option<TaskTrackerToken>,
+    permit: Option<RunPermit>,
 }
 
 struct Worker {
@@ -333,7 +328,7 @@ struct Worker {
 }
 
 impl Substrate {
-    fn new(mut child: Child, workdir: Workdir, tracker: TaskTrackerToken, line_cap: usize) -> Self {
+    fn new(mut child: Child, workdir: Workdir, permit: RunPermit, line_cap: usize) -> Self {
         let worker = child.id().and_then(command::worker_pid).map(|pid| {
             // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor we own.
             let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -352,7 +347,7 @@ impl Substrate {
             worker,
             workdir: Some(workdir),
             reaped: false,
-            tracker: Some(tracker),
+            permit: Some(permit),
         }
     }
 
@@ -443,18 +438,18 @@ impl Drop for Substrate {
             return;
         }
         // The run future was dropped mid-run: kill now, reap and clean up in the background, and
-        // keep the runtime's tracker busy until then so `dispose` still waits for this child.
+        // keep the runtime's run permit until then so `dispose` still waits for this child.
         self.kill();
         let Some(mut child) = self.child.take() else { return };
         let workdir = self.workdir.take();
-        let tracker = self.tracker.take();
+        let permit = self.permit.take();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let _ = child.wait().await;
                 if let Some(workdir) = workdir {
                     workdir.remove().await;
                 }
-                drop(tracker);
+                drop(permit);
             });
         }
     }

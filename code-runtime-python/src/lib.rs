@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
+//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime, RunGate};
 //! use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 //! use serde_json::json;
 //!
@@ -53,10 +53,8 @@ pub mod frame;
 use std::sync::Arc;
 
 use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, async_trait,
+    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, RunGate, async_trait,
 };
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 pub use crate::command::Containment;
 pub use crate::config::PythonConfig;
@@ -79,7 +77,7 @@ pub struct PythonCodeRuntime {
 struct Inner {
     shared: driver::Shared,
     containment: Containment,
-    tracker: TaskTracker,
+    gate: RunGate,
 }
 
 impl PythonCodeRuntime {
@@ -97,19 +95,14 @@ impl PythonCodeRuntime {
             pid_namespace: config.pid_namespace,
         };
         let probe = command::probe(&config.interpreter, rlimits)?;
+        let gate = RunGate::new();
         let shared = driver::Shared {
             config,
             executable: probe.executable,
             bootstrap: probe.bootstrap,
-            disposed: CancellationToken::new(),
+            disposed: gate.disposed().clone(),
         };
-        Ok(Self {
-            inner: Arc::new(Inner {
-                shared,
-                containment: probe.containment,
-                tracker: TaskTracker::new(),
-            }),
-        })
+        Ok(Self { inner: Arc::new(Inner { shared, containment: probe.containment, gate }) })
     }
 
     /// The interpreter every run starts (`sys.executable` of the configured one).
@@ -146,21 +139,14 @@ impl CodeRuntime for PythonCodeRuntime {
     /// on a background task, which [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
         let inner = &self.inner;
-        // Take the tracker token before checking for disposal: a `dispose` that closes the tracker
-        // after this point waits for this run, one that closed it before is seen here.
-        let token = inner.tracker.token();
-        if inner.tracker.is_closed() {
-            return Err(ContractError::Disposed);
-        }
+        let permit = inner.gate.enter()?;
         if let Some(settled) = request.preflight(&inner.shared.config.limits)? {
             return Ok(settled);
         }
-        Ok(driver::run(&inner.shared, request, token).await)
+        Ok(driver::run(&inner.shared, request, permit).await)
     }
 
     async fn dispose(&self) {
-        self.inner.tracker.close();
-        self.inner.shared.disposed.cancel();
-        self.inner.tracker.wait().await;
+        self.inner.gate.dispose().await;
     }
 }

@@ -1,7 +1,7 @@
 //! One run on the host side: strip, start the isolate thread, serve binding calls, feed the
 //! ledger, enforce the budgets, and join the thread.
 
-use std::future::{Future, pending};
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,14 +12,13 @@ use std::time::Duration;
 
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{
-    Admission, BindingError, CodeRunFailure, CodeRunRequest, CodeRunResult, Outcome,
+    Admission, BindingError, CodeRunFailure, CodeRunRequest, CodeRunResult, Outcome, RunPermit,
 };
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::bridge::{Finished, FromIsolate, ToIsolate};
 use crate::config::WorkerThreadConfig;
@@ -31,6 +30,7 @@ use crate::{platform, strip};
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: WorkerThreadConfig,
+    /// The gate's disposal token (see `code_runtime::RunGate`).
     pub(crate) disposed: CancellationToken,
 }
 
@@ -38,7 +38,7 @@ pub(crate) struct Shared {
 pub(crate) async fn run(
     shared: &Shared,
     request: CodeRunRequest,
-    tracker: TaskTrackerToken,
+    permit: RunPermit,
 ) -> CodeRunResult {
     let limits = shared.config.limits;
     let mut ledger = limits.ledger();
@@ -110,7 +110,7 @@ pub(crate) async fn run(
         thread: Some(thread),
         inbox: inbox.clone(),
         termination: termination.clone(),
-        tracker: Some(tracker),
+        permit: Some(permit),
     };
 
     let wall = tokio::time::sleep_until(start + Duration::from_millis(limits.max_wall_ms));
@@ -119,12 +119,7 @@ pub(crate) async fn run(
     let cpu_check = tokio::time::sleep(Duration::from_millis(1));
     tokio::pin!(cpu_check);
     let mut cpu_clock = None;
-    let cancelled = async {
-        match &request.signal {
-            Some(signal) => signal.cancelled().await,
-            None => pending().await,
-        }
-    };
+    let cancelled = request.cancelled();
     tokio::pin!(cancelled);
     let mut calls: FuturesUnordered<PendingCall> = FuturesUnordered::new();
     let stop = |guard: &ThreadGuard, reason: Reason| {
@@ -224,13 +219,12 @@ fn cpu_used(clock: Option<libc::clockid_t>) -> Duration {
 }
 
 /// Owns the isolate thread until it is joined. Dropped early (the run future was dropped), it
-/// terminates the isolate and joins the thread in the background, holding the runtime's tracker
-/// token until then so `dispose` still waits for it.
+/// terminates the isolate and joins the thread in the background, holding the run's permit until then so `dispose` still waits for it.
 struct ThreadGuard {
     thread: Option<JoinHandle<()>>,
     inbox: std_mpsc::Sender<ToIsolate>,
     termination: Arc<Termination>,
-    tracker: Option<TaskTrackerToken>,
+    permit: Option<RunPermit>,
 }
 
 impl ThreadGuard {
@@ -249,12 +243,12 @@ impl Drop for ThreadGuard {
         let Some(thread) = self.thread.take() else { return };
         self.termination.stop(Reason::Abandoned);
         let _ = self.inbox.send(ToIsolate::Stop);
-        let tracker = self.tracker.take();
+        let permit = self.permit.take();
         // The thread may still be starting its isolate; once it has, it sees the recorded reason
         // and stops. Join it off this thread.
         let join = move || {
             let _ = thread.join();
-            drop(tracker);
+            drop(permit);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => drop(runtime.spawn_blocking(join)),

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
+//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime, RunGate};
 //! use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 //! use serde_json::json;
 //!
@@ -47,10 +47,8 @@ mod termination;
 use std::sync::Arc;
 
 use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, async_trait,
+    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, RunGate, async_trait,
 };
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 pub use crate::config::WorkerThreadConfig;
 
@@ -63,7 +61,7 @@ pub struct WorkerThreadCodeRuntime {
 #[derive(Debug)]
 struct Inner {
     shared: driver::Shared,
-    tracker: TaskTracker,
+    gate: RunGate,
 }
 
 impl WorkerThreadCodeRuntime {
@@ -74,8 +72,9 @@ impl WorkerThreadCodeRuntime {
     /// A [`ConfigError`] for invalid limits.
     pub fn new(config: WorkerThreadConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let shared = driver::Shared { config, disposed: CancellationToken::new() };
-        Ok(Self { inner: Arc::new(Inner { shared, tracker: TaskTracker::new() }) })
+        let gate = RunGate::new();
+        let shared = driver::Shared { config, disposed: gate.disposed().clone() };
+        Ok(Self { inner: Arc::new(Inner { shared, gate }) })
     }
 
     /// The configuration in force.
@@ -102,20 +101,14 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
     /// background, which [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
         let inner = &self.inner;
-        // Token before the disposal check: see `PythonCodeRuntime::run` for the ordering.
-        let token = inner.tracker.token();
-        if inner.tracker.is_closed() {
-            return Err(ContractError::Disposed);
-        }
+        let permit = inner.gate.enter()?;
         if let Some(settled) = request.preflight(&inner.shared.config.limits)? {
             return Ok(settled);
         }
-        Ok(driver::run(&inner.shared, request, token).await)
+        Ok(driver::run(&inner.shared, request, permit).await)
     }
 
     async fn dispose(&self) {
-        self.inner.tracker.close();
-        self.inner.shared.disposed.cancel();
-        self.inner.tracker.wait().await;
+        self.inner.gate.dispose().await;
     }
 }

@@ -47,7 +47,8 @@
 //! Every provider imports these rules instead of restating them: binding-name validation
 //! ([`validate_bindings`] and the constants beside it), the lossless-JSON rules and walks
 //! ([`json`]), the output ledger ([`OutputLedger`]), the failure-message catalogue
-//! ([`CodeRunFailure`]'s constructors) and the budgets ([`Limits`]).
+//! ([`CodeRunFailure`]'s constructors), the budgets ([`Limits`]) and the disposal rule
+//! ([`RunGate`]).
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod binding;
@@ -55,6 +56,7 @@ mod context;
 mod error;
 pub mod json;
 mod ledger;
+mod lifecycle;
 mod limits;
 mod request;
 mod result;
@@ -69,6 +71,7 @@ pub use crate::context::Context;
 pub use crate::error::{ConfigError, ContractError};
 pub use crate::json::JsonValue;
 pub use crate::ledger::{Admission, Outcome, OutputLedger};
+pub use crate::lifecycle::{RunGate, RunPermit};
 pub use crate::limits::Limits;
 pub use crate::request::CodeRunRequest;
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind};

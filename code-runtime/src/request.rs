@@ -43,6 +43,18 @@ impl CodeRunRequest {
         self
     }
 
+    /// Completes when the request's token is cancelled; never, without a token.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: nothing is lost by dropping it and asking again.
+    pub async fn cancelled(&self) {
+        match &self.signal {
+            Some(signal) => signal.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Whether the request's token has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.signal.as_ref().is_some_and(CancellationToken::is_cancelled)

@@ -129,3 +129,25 @@ fn a_provider_is_usable_as_a_trait_object() {
         assert_eq!(result.to_json(), r#"{"logs":[]}"#);
     });
 }
+
+#[test]
+fn run_gate_waits_for_every_permit() {
+    current_thread().block_on(async {
+        let gate = Arc::new(code_runtime::RunGate::new());
+        let permit = gate.enter().expect("open");
+        assert!(!gate.disposed().is_cancelled());
+        let disposing = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.dispose().await }
+        });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(gate.disposed().is_cancelled(), "runs in flight are told at once");
+        assert!(!disposing.is_finished(), "a permit is still held");
+        assert_eq!(gate.enter().err(), Some(ContractError::Disposed));
+        drop(permit);
+        disposing.await.unwrap();
+        gate.dispose().await; // Idempotent.
+    });
+}
