@@ -1,0 +1,5 @@
+try {
+  await tools.fail({});
+} catch (error) {
+  return [error.name, error.message];
+}

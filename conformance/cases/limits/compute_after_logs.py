@@ -1,0 +1,3 @@
+print("start")
+while True:
+    pass

@@ -1,0 +1,2 @@
+console.log("start");
+for (;;) {}

@@ -1,0 +1,4 @@
+print("working")
+await tools.slow({})
+import time
+time.sleep(60)

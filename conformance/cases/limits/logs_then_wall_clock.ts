@@ -1,0 +1,3 @@
+console.log("working");
+await tools.slow({});
+await new Promise(() => {});

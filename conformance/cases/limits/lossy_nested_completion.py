@@ -1,0 +1,1 @@
+return {"list": [1, 2, {"bad": float("nan")}]}

@@ -1,0 +1,2 @@
+print("abc")
+return "xy"

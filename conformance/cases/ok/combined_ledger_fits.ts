@@ -1,0 +1,2 @@
+console.log("abc");
+return "xy"

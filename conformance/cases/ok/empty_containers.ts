@@ -1,0 +1,1 @@
+return { a: [], o: {}, s: "", z: 0, f: false, n: null }

@@ -1,0 +1,1 @@
+return sorted(k for k in globals() if not k.startswith("__"))

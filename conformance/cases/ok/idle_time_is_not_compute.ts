@@ -1,0 +1,1 @@
+return await tools.slow({})

@@ -1,0 +1,3 @@
+for i in range(50):
+    print("line", i)
+return 50

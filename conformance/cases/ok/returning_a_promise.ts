@@ -1,0 +1,1 @@
+return tools.echo(5);

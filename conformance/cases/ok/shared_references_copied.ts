@@ -1,0 +1,2 @@
+const shared = { v: 1 };
+return [shared, shared, { inner: shared }];

@@ -1,0 +1,2 @@
+items = (await tools.page({}))["items"]
+return sorted(set(items))

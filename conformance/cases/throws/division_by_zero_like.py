@@ -1,0 +1,2 @@
+o = None
+return o["field"]

@@ -1,0 +1,2 @@
+const o: any = null;
+return o.field;
