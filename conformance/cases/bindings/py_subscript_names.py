@@ -1,0 +1,1 @@
+return [await tools["echo"](1), "echo" in tools, hasattr(tools, "missing")]

@@ -1,0 +1,3 @@
+let found: unknown;
+try { found = (() => {}).constructor('return this')() } catch (e) { found = String(e).split(':')[0] }
+return found

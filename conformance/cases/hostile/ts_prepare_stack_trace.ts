@@ -1,0 +1,2 @@
+(Error as any).prepareStackTrace = () => { throw new Error('gotcha') };
+throw new Error('real');

@@ -1,0 +1,3 @@
+x = []
+x.append(x)
+return x

@@ -1,0 +1,1 @@
+return new (class A { x = 1 })()

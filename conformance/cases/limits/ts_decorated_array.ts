@@ -1,0 +1,3 @@
+const a = [1];
+Object.defineProperty(a, 'extra', { value: true });
+return a

@@ -1,0 +1,1 @@
+return [new Map(), new Date(0)]

@@ -1,0 +1,2 @@
+const hog: number[][] = [];
+for (;;) hog.push(new Array(10_000).fill(1));

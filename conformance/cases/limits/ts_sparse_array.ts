@@ -1,0 +1,1 @@
+return new Array(2)

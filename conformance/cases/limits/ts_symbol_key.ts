@@ -1,0 +1,1 @@
+return { [Symbol('k')]: 1 }

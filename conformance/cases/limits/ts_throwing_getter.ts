@@ -1,0 +1,1 @@
+return { get bad() { throw new Error('x') } }

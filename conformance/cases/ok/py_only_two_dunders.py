@@ -1,0 +1,1 @@
+return sorted(key for key in globals() if key.startswith("__"))

@@ -1,0 +1,1 @@
+return [typeof tools['hasOwnProperty'], typeof tools['toString'], Object.getPrototypeOf(tools), Object.keys(tools)]

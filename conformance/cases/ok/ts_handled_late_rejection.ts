@@ -1,0 +1,3 @@
+const p = Promise.reject(new Error('late'));
+p.catch(() => {});
+return 1

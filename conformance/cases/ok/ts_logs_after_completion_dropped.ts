@@ -1,0 +1,2 @@
+setTimeout(() => console.log('late'), 50);
+return 'early'

@@ -1,0 +1,2 @@
+const x = <number>1;
+return x

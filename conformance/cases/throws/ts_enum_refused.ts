@@ -1,0 +1,2 @@
+enum E { A }
+return 1

@@ -1,0 +1,2 @@
+namespace N { export const x = 1 }
+return N.x

@@ -1,0 +1,2 @@
+class A { constructor(private x: number) {} }
+return 1

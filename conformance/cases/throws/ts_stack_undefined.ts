@@ -1,0 +1,3 @@
+const e = new Error('bare');
+e.stack = undefined;
+throw e

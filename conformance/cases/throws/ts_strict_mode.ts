@@ -1,0 +1,2 @@
+undeclared = 1;
+return 1

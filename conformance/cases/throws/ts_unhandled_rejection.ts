@@ -1,0 +1,3 @@
+void Promise.reject(new Error('unhandled'));
+await new Promise((r) => setTimeout(r, 20));
+return 1
