@@ -13,9 +13,9 @@ use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 use futures::future::join_all;
 use serde_json::json;
 
-use crate::Misuse;
+use crate::Failure;
 
-pub(crate) fn main(args: &[String]) -> Result<ExitCode, Misuse> {
+pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     let mut language = "all".to_owned();
     let (mut quick, mut as_json) = (false, false);
     let mut rest = args.iter();
@@ -24,11 +24,11 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Misuse> {
             "--quick" => quick = true,
             "--json" => as_json = true,
             "--language" => language = rest.next().cloned().ok_or("--language needs a value")?,
-            other => return Err(Misuse(format!("unknown bench option {other}"))),
+            other => return Err(Failure::Misuse(format!("unknown bench option {other}"))),
         }
     }
     if !["all", "typescript", "python"].contains(&language.as_str()) {
-        return Err(Misuse(format!(
+        return Err(Failure::Misuse(format!(
             "--language must be typescript, python or all, got {language}"
         )));
     }
@@ -92,7 +92,7 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
     let (p50, p99) = percentiles(&mut times);
 
     let echo = CodeBindingNamespace::new("tools")
-        .function("echo", binding(|args| async move { Ok(args) }));
+        .function("echo", binding(|args| async move { Ok(args.into()) }));
     let loop_program = match runtime.language() {
         "python" => "for i in range(1000):\n    await tools.echo(i)",
         _ => "for (let i = 0; i < 1000; i++) await tools.echo(i);",

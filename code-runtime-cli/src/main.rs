@@ -3,21 +3,34 @@
 //!
 //! Exit codes: 0 when the run completed, 1 when it failed (the result on stdout says how), 2 for
 //! misuse (a bad flag, an unreadable or invalid file, invalid bindings), with one line on stderr
-//! and nothing on stdout.
+//! and nothing on stdout, 3 for an internal failure (the host could not do its part: no usable
+//! interpreter, a record that could not be written), with one line on stderr.
 
 mod bench;
 mod run;
 
 use std::process::ExitCode;
 
-/// A usage error: one line on stderr, exit code 2.
+/// Why the command could not do what it was asked.
 #[derive(Debug)]
-struct Misuse(String);
+enum Failure {
+    /// A usage error: one line on stderr, nothing on stdout, exit code 2.
+    Misuse(String),
+    /// The host failed its part: one line on stderr, exit code 3.
+    Internal(String),
+}
 
-impl<T: std::fmt::Display> From<T> for Misuse {
+/// Anything displayable is misuse unless said otherwise: usage errors are what the command's own
+/// checks find.
+impl<T: std::fmt::Display> From<T> for Failure {
     fn from(message: T) -> Self {
-        Misuse(message.to_string())
+        Failure::Misuse(message.to_string())
     }
+}
+
+/// The one line of a failure, whatever its message held.
+fn one_line(message: &str) -> String {
+    format!("code-runtime: {}", message.replace('\n', " "))
 }
 
 const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
@@ -53,7 +66,9 @@ bench options:
 example:
   code-runtime run examples/research.ts --bindings examples/research.bindings.json
 
-exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr)";
+exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr,
+nothing on stdout), 3 internal failure (one line on stderr: no usable interpreter, a record file
+that could not be written; stdout has the result when the run took place)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -68,17 +83,21 @@ fn main() -> ExitCode {
             print_stdout(concat!("code-runtime ", env!("CARGO_PKG_VERSION")));
             Ok(ExitCode::SUCCESS)
         }
-        Some(other) => {
-            Err(Misuse(format!("unknown command {} ({USAGE})", code_runtime::json::quote(other))))
-        }
-        None => Err(Misuse(format!("missing command ({USAGE})"))),
+        Some(other) => Err(Failure::Misuse(format!(
+            "unknown command {} ({USAGE})",
+            code_runtime::json::quote(other)
+        ))),
+        None => Err(Failure::Misuse(format!("missing command ({USAGE})"))),
     };
     match outcome {
         Ok(code) => code,
-        Err(Misuse(message)) => {
-            // One line, whatever the message held.
-            print_stderr(&format!("code-runtime: {}", message.replace('\n', " ")));
+        Err(Failure::Misuse(message)) => {
+            print_stderr(&one_line(&message));
             ExitCode::from(2)
+        }
+        Err(Failure::Internal(message)) => {
+            print_stderr(&one_line(&message));
+            ExitCode::from(3)
         }
     }
 }

@@ -15,8 +15,11 @@ import builtins
 import _ast
 import _json
 
-_FD = 3
-_WRAPPER = "__code_runtime_main__"
+# The frame channel's descriptor, from the loader (crate constant `PROTOCOL_FD`). The wrapper's name
+# and every message the program may see arrive in the `boot` frame, so the host owns them.
+_FD = globals()["_FD"]
+_WRAPPER = ""
+_MESSAGES = {}
 _PROGRAM = "<program>"
 _BOOTSTRAP_FILE = sys._getframe().f_code.co_filename
 
@@ -282,11 +285,19 @@ class _Stream:
 # --- Bindings -----------------------------------------------------------------------------------
 
 
-def _binding_error(binding, message):
+def _message(key, **substitutions):
+    text = _MESSAGES[key]
+    for name, value in substitutions.items():
+        text = text.replace("{" + name + "}", str(value))
+    return text
+
+
+def _binding_error(binding, message, data=None):
     error_class, member = binding._error
     error = error_class(message)
     if member is not None:
         setattr(error, member, binding._name)
+    error.data = data
     return error
 
 
@@ -300,10 +311,10 @@ class _Call:
             return (yield from self.future.__await__())
         if self.id not in _results:
             yield self  # The manual driver reads frames until the reply is in.
-        ok, payload = _results.pop(self.id)
+        ok, payload, data = _results.pop(self.id)
         if ok:
             return payload
-        raise _binding_error(self.binding, payload)
+        raise _binding_error(self.binding, payload, data)
 
 
 class _Binding:
@@ -314,29 +325,31 @@ class _Binding:
         self._name = name
         self._error = error
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         global _next_id
+        label = self._global + "." + self._name
+        # One JSON argument: none is `null`, keywords are one object (DESIGN.md §9 items 7-8).
+        if args and kwargs:
+            raise TypeError(_message("mixedArguments", binding=label))
+        if len(args) > 1:
+            raise TypeError(_message("tooManyArguments", binding=label, count=len(args)))
+        argument = args[0] if args else (kwargs if kwargs else None)
         call = _Call()
         call.binding = self
         call.failure = None
         call.future = None
         call.id = 0
-        if not args:
-            call.failure = _binding_error(self, "binding arguments must be lossless JSON")
-            return call
         try:
-            text, size = _encode(args[0])
+            text, size = _encode(argument)
         except _Lossy:
-            call.failure = _binding_error(self, "binding arguments must be lossless JSON")
+            call.failure = _binding_error(self, _message("lossyArguments"))
             return call
         frame = (
             '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}'
             % (_next_id + 1, _quote(self._global), _quote(self._name), text)
         )
         if size + len(frame) - len(text) >= _max_frame:
-            call.failure = _binding_error(
-                self, "binding arguments exceed the frame limit of %d bytes" % _max_frame
-            )
+            call.failure = _binding_error(self, _message("argumentsTooLarge", limit=_max_frame))
             return call
         _next_id += 1
         call.id = _next_id
@@ -378,7 +391,10 @@ def _dispatch(frame):
     if frame.get("type") != "reply":
         return
     ident = frame["id"]
-    payload = (True, frame["value"]) if frame["ok"] else (False, frame["message"])
+    if frame["ok"]:
+        payload = (True, frame["value"], None)
+    else:
+        payload = (False, frame["message"], frame.get("data"))
     waiting = _futures.pop(ident, None)
     if waiting is None:
         _results[ident] = payload
@@ -389,7 +405,7 @@ def _dispatch(frame):
     if payload[0]:
         future.set_result(payload[1])
     else:
-        future.set_exception(_binding_error(binding, payload[1]))
+        future.set_exception(_binding_error(binding, payload[1], payload[2]))
 
 
 def _pump():
@@ -403,7 +419,7 @@ def _pump():
 
 def _too_deep(line):
     ident = _scan_id(line)
-    return {"type": "reply", "id": ident, "ok": False, "message": "binding resolution is nested too deeply"}
+    return {"type": "reply", "id": ident, "ok": False, "message": _message("resolutionTooDeep")}
 
 
 def _scan_id(line):
@@ -495,7 +511,7 @@ def _render(error):
             pending.extend(x for x in (current.__cause__, current.__context__) if x is not None)
         return "".join(report.format()).rstrip("\n")
     except BaseException:
-        return "program threw an unrenderable value"
+        return _message("unrenderable")
 
 
 def _done_error(kind, message):
@@ -536,19 +552,21 @@ def _execute(program, scope):
     try:
         text, size = _encode(value)
     except _Lossy:
-        return _done_error("invalid-output", "program completion must be lossless JSON")
+        return _done_error("invalid-output", "")
     # The host meters the value exactly (JavaScript number spelling); this bound only keeps a
     # value that cannot fit from crossing, with slack for Python's longer spellings.
     if size > _max_output + _max_output // 2 + 64:
-        return _done_error("output-limit", "the completion is larger than the output budget")
+        return _done_error("output-limit", "")
     return '{"type":"done","value":' + text + "}"
 
 
 def _main():
-    global _max_output, _max_frame, _source
+    global _max_output, _max_frame, _source, _WRAPPER, _MESSAGES
     boot = _loads(_recv())
     _max_output = boot["maxOutputBytes"]
     _max_frame = boot["maxFrameBytes"]
+    _WRAPPER = boot["wrapper"]
+    _MESSAGES = boot["messages"]
     scope = {"__builtins__": builtins, "__name__": "__main__"}
     for declared in boot["namespaces"]:
         global_name = declared["global"]

@@ -27,8 +27,15 @@ pub enum FrameError {
         /// The limit in force.
         limit: usize,
     },
+    /// The channel closed in the middle of a frame: the child died while writing one, or wrote a
+    /// last line without its `\n`.
+    #[error("the channel closed in the middle of a frame ({len} bytes)")]
+    Truncated {
+        /// How much of the frame arrived.
+        len: usize,
+    },
     /// Reading or writing the channel failed.
-    #[error("fd 3 channel: {0}")]
+    #[error("the frame channel failed: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -67,11 +74,14 @@ impl Decoder for FrameCodec {
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
         match self.decode(buf)? {
             Some(line) => Ok(Some(line)),
+            None if buf.is_empty() => Ok(None),
             None => {
-                // An unterminated last line is a frame cut short: junk, dropped like any other.
+                // Unlike `LinesCodec`, an unterminated last line is not a frame: the honest child
+                // always ends one, so this is a frame cut short, and the run is told.
+                let len = buf.len();
                 buf.clear();
                 self.next_index = 0;
-                Ok(None)
+                Err(FrameError::Truncated { len })
             }
         }
     }
@@ -175,8 +185,18 @@ mod tests {
         let mut codec = FrameCodec::new(64);
         let mut buf = BytesMut::from("done\n{\"type\":\"do");
         assert_eq!(codec.decode_eof(&mut buf).unwrap(), Some(BytesMut::from("done")));
-        assert_eq!(codec.decode_eof(&mut buf).unwrap(), None, "the cut-short frame is dropped");
+        let error = codec.decode_eof(&mut buf).unwrap_err();
+        assert!(matches!(error, FrameError::Truncated { len: 11 }), "{error}");
         assert!(buf.is_empty());
+        assert_eq!(codec.decode_eof(&mut buf).unwrap(), None, "a clean end after that");
+    }
+
+    #[test]
+    fn eof_between_frames_is_clean() {
+        let mut codec = FrameCodec::new(64);
+        let mut buf = BytesMut::from("done\n");
+        assert_eq!(codec.decode_eof(&mut buf).unwrap(), Some(BytesMut::from("done")));
+        assert_eq!(codec.decode_eof(&mut buf).unwrap(), None);
     }
 
     #[test]

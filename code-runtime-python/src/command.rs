@@ -2,7 +2,9 @@
 //!
 //! Every spawn goes through [`python_command`] (clippy's `disallowed-methods` bans
 //! `Command::new` elsewhere): `-I -S -B -X utf8`, an empty environment, stdin from `/dev/null`.
-//! A run's child is then contained before `exec` by [`contain`], in the forked child:
+//! Spawns happen on the spawner thread (`spawner.rs`), so the parent-death signal, which follows
+//! the spawning *thread*, fires only when the host process dies. A run's child is then contained
+//! before `exec` by [`contain`], in the forked child:
 //!
 //! ```text
 //! host ──fork──▶ supervisor (new session, rlimits, parent-death signal, PID namespace or subreaper)
@@ -19,28 +21,19 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
-use code_runtime::ConfigError;
+use code_runtime::Limits;
 
-/// The child bootstrap, run with `python3 -c`.
+use crate::PROTOCOL_FD;
+
+/// The child bootstrap, compiled by the probe and loaded by [`loader`].
 pub(crate) const BOOTSTRAP: &str = include_str!("../python/bootstrap.py");
 
-/// How a run's descendants are kept from outliving it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Containment {
-    /// Each run is its own PID namespace; the kernel ends every process in it with the worker.
-    PidNamespace,
-    /// No PID namespace could be created (no CAP_SYS_ADMIN): the supervisor is a child subreaper
-    /// and kills what is re-parented to it. A process that escapes both (for example one that a
-    /// non-descendant started on the program's behalf) is not covered.
-    SubreaperSweep,
-}
-
 /// Resource limits applied before `exec`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Rlimits {
     /// `RLIMIT_AS`, bytes.
     pub(crate) address_space: u64,
@@ -50,11 +43,23 @@ pub(crate) struct Rlimits {
     pub(crate) pid_namespace: bool,
 }
 
+impl Rlimits {
+    /// The limits of a run under `limits`. `RLIMIT_CPU` is only the kernel's backstop behind the
+    /// host's millisecond polling of the compute budget, so it is rounded up and given a second.
+    pub(crate) fn of(limits: &Limits, pid_namespace: bool) -> Self {
+        Self {
+            address_space: limits.memory_bytes(),
+            cpu_seconds: limits.compute_ms.div_ceil(1000) + 1,
+            pid_namespace,
+        }
+    }
+}
+
 /// The base of every Python command: `-I -S -B -X utf8`, stdin from `/dev/null`, and an empty
 /// environment unless the caller resolves a version-manager shim (which needs the host's).
-fn python_command(interpreter: &Path, environment: Environment) -> tokio::process::Command {
+pub(crate) fn python_command(interpreter: &Path, environment: Environment) -> Command {
     #[expect(clippy::disallowed_methods, reason = "this is the one spawn path")]
-    let mut command = tokio::process::Command::new(interpreter);
+    let mut command = Command::new(interpreter);
     // -I: no PYTHON* variables, no user site, no script directory on sys.path. -S: no `site`
     // (it costs several times the bare start). -B: no bytecode files. -X utf8: UTF-8 everywhere,
     // whatever the (empty) locale says.
@@ -66,159 +71,61 @@ fn python_command(interpreter: &Path, environment: Environment) -> tokio::proces
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Environment {
+pub(crate) enum Environment {
     Cleared,
     /// Only to resolve the interpreter: a shim such as pyenv's picks the real one from the
     /// environment. Nothing of the program's runs this way.
     Inherited,
 }
 
-/// The bootstrap, compiled once at construction by the run's own interpreter: compiling the
-/// source costs a run about 4 ms, loading the bytecode about 0.1 ms. It reaches each child on fd 3,
-/// ahead of the first frame, as a 10-digit length and the marshalled code object (passing it as an
-/// argument instead costs the exec about 1.5 ms).
-#[derive(Clone, Debug)]
-pub(crate) struct Bootstrap {
-    pub(crate) prelude: Vec<u8>,
-}
-
-/// The loader run with `-c`: reads the prelude from fd 3, runs the bootstrap, and hands it the
-/// bytes that followed (the start of the first frame) as `_PRELUDE`.
-const LOADER: &str = "import marshal, posix\n\
-b = b''\n\
-while len(b) < 10 or len(b) < 10 + int(b[:10]):\n    \
-chunk = posix.read(3, 1 << 20)\n    \
-if not chunk: posix._exit(70)\n    \
-b += chunk\n\
-n = 10 + int(b[:10])\n\
-exec(marshal.loads(b[10:n]), {'__name__': '__main__', '_PRELUDE': b[n:]})";
-
-/// What the interpreter probe learned at construction.
-#[derive(Debug)]
-pub(crate) struct Probe {
-    pub(crate) executable: PathBuf,
-    pub(crate) containment: Containment,
-    pub(crate) bootstrap: Bootstrap,
-}
-
-/// Resolves `interpreter` to its real executable, checks it starts contained under `rlimits`, and
-/// compiles the bootstrap with it.
-pub(crate) fn probe(interpreter: &Path, rlimits: Rlimits) -> Result<Probe, ConfigError> {
-    let invalid =
-        |why: String| ConfigError::new("interpreter", "must be a CPython 3.9+ executable", why);
-    let executable = resolve(interpreter)
-        .map_err(|why| invalid(format!("{} ({why})", interpreter.display())))?;
-    let (version, containment) = check_contained(&executable, rlimits).map_err(invalid)?;
-    if version < 309 {
-        return Err(invalid(format!(
-            "{} (version {}.{})",
-            executable.display(),
-            version / 100,
-            version % 100
-        )));
-    }
-    let bootstrap = compile_bootstrap(&executable).map_err(invalid)?;
-    Ok(Probe { executable, containment, bootstrap })
-}
-
-/// The interpreter's own binary, `/proc/self/exe` as it sees it: a shim started by a bare name
-/// would report an empty `sys.executable` once the environment is cleared.
-fn resolve(interpreter: &Path) -> Result<PathBuf, String> {
-    let mut command = python_command(interpreter, Environment::Inherited);
-    command.args(["-c", "import posix, sys\nsys.stdout.write(posix.readlink('/proc/self/exe'))"]);
-    let output = command.as_std_mut().output().map_err(|error| error.to_string())?;
-    let path = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() || path.is_empty() {
-        return Err(format!("{}: {}", output.status, last_line(&output.stderr)));
-    }
-    Ok(PathBuf::from(path))
-}
-
-/// Starts the executable contained as a run is, and reports its version and the containment.
-fn check_contained(executable: &Path, rlimits: Rlimits) -> Result<(u32, Containment), String> {
-    const SCRIPT: &str = "import sys, posix\n\
-        sys.stdout.write('%d\\n%d\\n' % (sys.version_info[0] * 100 + sys.version_info[1], posix.getpid()))";
-    let mut command = python_command(executable, Environment::Cleared);
-    command.arg("-c").arg(SCRIPT).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let plan = ExecPlan { channel: None, host_pid: host_pid(), rlimits };
-    // SAFETY: `contain` only makes async-signal-safe calls (see its documentation).
-    unsafe { command.pre_exec(move || contain(&plan)) };
-    let output = command
-        .as_std_mut()
-        .output()
-        .map_err(|error| format!("{} ({error})", executable.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut lines = stdout.lines();
-    let (Some(version), Some(pid)) = (lines.next(), lines.next()) else {
-        return Err(format!(
-            "{} does not start contained ({}: {})",
-            executable.display(),
-            output.status,
-            last_line(&output.stderr)
-        ));
-    };
-    let containment =
-        if pid == "1" { Containment::PidNamespace } else { Containment::SubreaperSweep };
-    Ok((version.parse().unwrap_or(0), containment))
-}
-
-fn compile_bootstrap(executable: &Path) -> Result<Bootstrap, String> {
-    use std::io::Write;
-    const COMPILE: &str = "import marshal, sys\nsys.stdout.write(marshal.dumps(compile(sys.stdin.read(), '<bootstrap>', 'exec')).hex())";
-    let mut command = python_command(executable, Environment::Cleared);
-    command
-        .args(["-c", COMPILE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command
-        .as_std_mut()
-        .spawn()
-        .map_err(|error| format!("{} ({error})", executable.display()))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(BOOTSTRAP.as_bytes()).map_err(|error| error.to_string())?;
-    }
-    let output = child.wait_with_output().map_err(|error| error.to_string())?;
-    if !output.status.success() {
-        return Err(format!(
-            "{}: the bootstrap does not compile: {}",
-            executable.display(),
-            last_line(&output.stderr)
-        ));
-    }
-    let code = decode_hex(output.stdout.trim_ascii())
-        .ok_or("the bootstrap compiled to something unreadable")?;
-    let mut prelude = format!("{:010}", code.len()).into_bytes();
-    prelude.extend_from_slice(&code);
-    Ok(Bootstrap { prelude })
-}
-
-fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
-    let digit = |byte: u8| char::from(byte).to_digit(16);
-    hex.chunks(2)
-        .map(|pair| Some((digit(*pair.first()?)? * 16 + digit(*pair.get(1)?)?) as u8))
-        .collect()
-}
-
-fn last_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).lines().last().unwrap_or("no output").to_owned()
+/// The program run with `-c`: reads the bootstrap's bytecode from the frame channel (a 10-digit
+/// length, then the marshalled code object: the prelude of docs/python-frame-protocol.md), runs
+/// it, and hands it the channel's number as `_FD` and the bytes that followed the prelude (the
+/// start of the first frame) as `_PRELUDE`.
+pub(crate) fn loader() -> String {
+    format!(
+        "import marshal, posix\n\
+         b = b''\n\
+         while len(b) < 10 or len(b) < 10 + int(b[:10]):\n    \
+         chunk = posix.read({PROTOCOL_FD}, 1 << 20)\n    \
+         if not chunk: posix._exit(70)\n    \
+         b += chunk\n\
+         n = 10 + int(b[:10])\n\
+         exec(marshal.loads(b[10:n]), {{'__name__': '__main__', '_FD': {PROTOCOL_FD}, '_PRELUDE': b[n:]}})"
+    )
 }
 
 /// Starts one run's child: the supervisor, whose child (the worker) executes the bootstrap with
-/// `channel` as fd 3, in `workdir`, stdout and stderr piped.
+/// `channel` as its frame channel, in `workdir`, stdout and stderr piped. Call it on the spawner
+/// thread.
 pub(crate) fn spawn_run(
     executable: &Path,
     workdir: &Path,
     channel: RawFd,
     rlimits: Rlimits,
-) -> io::Result<tokio::process::Child> {
+) -> io::Result<Child> {
     let mut command = python_command(executable, Environment::Cleared);
-    command.args(["-c", LOADER]);
-    command.current_dir(workdir).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(false);
+    command.arg("-c").arg(loader());
+    command.current_dir(workdir).stdout(Stdio::piped()).stderr(Stdio::piped());
     let plan = ExecPlan { channel: Some(channel), host_pid: host_pid(), rlimits };
     // SAFETY: `contain` only makes async-signal-safe calls (see its documentation).
     unsafe { command.pre_exec(move || contain(&plan)) };
     command.spawn()
+}
+
+/// Starts `executable` contained as a run is, with `script` as its program and stdout and stderr
+/// piped, and waits for it: what the probe checks.
+pub(crate) fn run_contained(
+    executable: &Path,
+    script: &str,
+    rlimits: Rlimits,
+) -> io::Result<std::process::Output> {
+    let mut command = python_command(executable, Environment::Cleared);
+    command.arg("-c").arg(script).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let plan = ExecPlan { channel: None, host_pid: host_pid(), rlimits };
+    // SAFETY: `contain` only makes async-signal-safe calls (see its documentation).
+    unsafe { command.pre_exec(move || contain(&plan)) };
+    command.output()
 }
 
 /// The worker's pid (as the host sees it): the supervisor's only child right after the spawn.
@@ -252,10 +159,10 @@ fn contain(plan: &ExecPlan) -> io::Result<()> {
         // Own session and process group: no terminal signals, and a group to kill.
         check(libc::setsid())?;
         if let Some(channel) = plan.channel {
-            if channel == 3 {
-                check(libc::fcntl(3, libc::F_SETFD, 0))?;
+            if channel == PROTOCOL_FD {
+                check(libc::fcntl(PROTOCOL_FD, libc::F_SETFD, 0))?;
             } else {
-                check(libc::dup2(channel, 3))?;
+                check(libc::dup2(channel, PROTOCOL_FD))?;
             }
         }
         set_rlimit(libc::RLIMIT_CORE, 0, 0)?;
@@ -283,8 +190,9 @@ fn contain(plan: &ExecPlan) -> io::Result<()> {
                     }
                     check(libc::setpgid(0, 0))?;
                 }
-                // fds 0-3 survive exec; std's error-report pipe stays usable until exec.
-                close_from(4, CLOSE_RANGE_CLOEXEC);
+                // fds 0-2 and the channel survive exec; std's error-report pipe stays usable until
+                // exec.
+                close_from(PROTOCOL_FD as libc::c_uint + 1, CLOSE_RANGE_CLOEXEC);
                 Ok(())
             }
             worker => supervise(worker, namespaced),

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use code_runtime::provider::DEFAULT_MAX_CONCURRENT_RUNS;
 use code_runtime::{ConfigError, Limits};
 
 /// Configuration of the Python provider.
@@ -33,6 +34,32 @@ pub struct PythonConfig {
     /// Without one, the supervisor of each run is a child subreaper and sweeps what the program
     /// left behind; see [`Containment`](crate::Containment).
     pub pid_namespace: bool,
+    /// Runs in flight at once (each is a child process); more wait in a queue, their wall clock
+    /// running. Default 64.
+    pub max_concurrent_runs: usize,
+    /// Where the interpreter probe is remembered between processes (see [`ProbeCache`]).
+    pub probe_cache: ProbeCache,
+}
+
+/// Where [`PythonCodeRuntime::new`](crate::PythonCodeRuntime::new) remembers what it learned of
+/// the interpreter: its real executable, its version, and the bootstrap compiled to its bytecode.
+///
+/// The probe starts the interpreter three times (about 200 ms); a remembered one costs a file
+/// read, which is what makes a one-shot `code-runtime run program.py` cheap. An entry is keyed by
+/// the configured interpreter, the file it resolves to (identity and modification time), the
+/// bootstrap, the memory limit and the user, and is used only while the real executable is the
+/// same file; anything that changes makes a new probe.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProbeCache {
+    /// `$XDG_CACHE_HOME/code-runtime`, else `$HOME/.cache/code-runtime`; no cache when neither is
+    /// set. The default.
+    #[default]
+    UserCache,
+    /// This directory (created `0700` if missing).
+    Dir(PathBuf),
+    /// Probe on every construction.
+    Off,
 }
 
 impl Default for PythonConfig {
@@ -42,6 +69,8 @@ impl Default for PythonConfig {
             interpreter: PathBuf::from("python3"),
             max_frame_bytes: None,
             pid_namespace: true,
+            max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+            probe_cache: ProbeCache::default(),
         }
     }
 }

@@ -8,8 +8,9 @@
 //! cannot hold, `-0`, `1e400`) and lone surrogates, so a frame that holds one is dropped whole.
 
 use code_runtime::json::{self, JsonValue, NumberSpelling};
-use code_runtime::{CodeBindingNamespace, FailureKind};
-use serde_json::{Map, Number};
+use code_runtime::provider::{CallId, PROGRAM_WRAPPER_NAME, catalogue};
+use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
+use serde_json::Map;
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
 #[derive(Debug, PartialEq)]
@@ -23,8 +24,8 @@ pub enum ChildFrame {
     },
     /// The program called a binding.
     Call {
-        /// The child's correlation id, echoed in the reply (finite, not `-0`).
-        id: Number,
+        /// The child's correlation id, echoed in the reply: a non-negative integer.
+        id: CallId,
         /// The namespace global.
         global: String,
         /// The member name.
@@ -51,10 +52,26 @@ pub enum Done {
 }
 
 impl ChildFrame {
+    /// Drops the frame without recursion: its values may nest arbitrarily deep.
+    pub fn discard(self) {
+        match self {
+            ChildFrame::Call { args, .. } => json::drop_value(args),
+            ChildFrame::Done(Done::Completed(Some(value))) => json::drop_value(value),
+            ChildFrame::BootAck | ChildFrame::Log { .. } | ChildFrame::Done(_) => {}
+        }
+    }
+
     /// Validates one line from fd 3. `None` means "drop it": never an error, never a panic.
     pub fn parse(line: &[u8]) -> Option<ChildFrame> {
         let text = std::str::from_utf8(line).ok()?;
-        let JsonValue::Object(mut fields) = json::parse(text).ok()? else { return None };
+        let mut fields = match json::parse(text).ok()? {
+            JsonValue::Object(fields) => fields,
+            // Anything else may be arbitrarily deep; drop it without recursion.
+            other => {
+                json::drop_value(other);
+                return None;
+            }
+        };
         let frame = Self::rebuild(&mut fields);
         // What is left may be arbitrarily deep; drop it without recursion.
         json::drop_value(JsonValue::Object(fields));
@@ -74,7 +91,7 @@ impl ChildFrame {
             },
             "call" => {
                 let id = match fields.get("id") {
-                    Some(JsonValue::Number(id)) => id.clone(),
+                    Some(JsonValue::Number(id)) => id.as_u64()?,
                     _ => return None,
                 };
                 let (Some(JsonValue::String(global)), Some(JsonValue::String(name))) =
@@ -126,8 +143,9 @@ fn drop_then_none(value: Option<JsonValue>) -> Option<ChildFrame> {
     None
 }
 
-/// The first frame: the namespaces to materialise and the limits the child enforces on itself
-/// before anything reaches fd 3.
+/// The first frame: the namespaces to materialise, the limits the child enforces on itself before
+/// anything reaches fd 3, the name of the program's wrapper, and the messages the child shows the
+/// program (`code_runtime::provider::catalogue`), so each is written once.
 pub fn boot(
     namespaces: &[CodeBindingNamespace],
     max_output_bytes: u64,
@@ -158,8 +176,18 @@ pub fn boot(
         out.push('}');
     }
     out.push_str(&format!(
-        "],\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes}}}"
+        "],\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes},\"wrapper\":{},\"messages\":{{",
+        json::quote(PROGRAM_WRAPPER_NAME)
     ));
+    for (index, (key, text)) in catalogue::SUBSTRATE_MESSAGES.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(&json::quote(key));
+        out.push(':');
+        out.push_str(&json::quote(text));
+    }
+    out.push_str("}}");
     out
 }
 
@@ -169,25 +197,24 @@ pub fn run(program: &str) -> String {
 }
 
 /// A resolution. Integers keep their exact digits, so Python sees `2**60` as the int it is.
-pub fn reply_ok(id: &Number, value: &JsonValue) -> String {
-    let mut out = format!("{{\"type\":\"reply\",\"id\":{},\"ok\":true,\"value\":", spell_id(id));
+pub fn reply_ok(id: CallId, value: &JsonValue) -> String {
+    let mut out = format!("{{\"type\":\"reply\",\"id\":{id},\"ok\":true,\"value\":");
     json::encode_with(value, NumberSpelling::ExactIntegers, &mut out);
     out.push('}');
     out
 }
 
-/// A rejection with the message the program sees.
-pub fn reply_error(id: &Number, message: &str) -> String {
-    format!(
-        "{{\"type\":\"reply\",\"id\":{},\"ok\":false,\"message\":{}}}",
-        spell_id(id),
-        json::quote(message)
-    )
-}
-
-fn spell_id(id: &Number) -> String {
-    let mut out = String::new();
-    json::encode_with(&JsonValue::Number(id.clone()), NumberSpelling::ExactIntegers, &mut out);
+/// A rejection: the message the program sees, and the host's data (`e.data`) when there is any.
+pub fn reply_error(id: CallId, rejection: &BindingError) -> String {
+    let mut out = format!(
+        "{{\"type\":\"reply\",\"id\":{id},\"ok\":false,\"message\":{}",
+        json::quote(rejection.message())
+    );
+    if let Some(data) = rejection.data() {
+        out.push_str(",\"data\":");
+        json::encode_with(data, NumberSpelling::ExactIntegers, &mut out);
+    }
+    out.push('}');
     out
 }
 
@@ -201,13 +228,8 @@ mod tests {
         ChildFrame::parse(text.as_bytes())
     }
 
-    fn call(id: i64, args: JsonValue) -> Option<ChildFrame> {
-        Some(ChildFrame::Call {
-            id: Number::from(id),
-            global: "tools".into(),
-            name: "echo".into(),
-            args,
-        })
+    fn call(id: u64, args: JsonValue) -> Option<ChildFrame> {
+        Some(ChildFrame::Call { id, global: "tools".into(), name: "echo".into(), args })
     }
 
     #[test]
@@ -352,6 +374,28 @@ mod tests {
     }
 
     #[test]
+    fn call_ids_are_non_negative_integers() {
+        for id in ["1.5", "-1", "18446744073709551616", "\"1\"", "null"] {
+            let text =
+                format!(r#"{{"type":"call","id":{id},"global":"tools","name":"echo","args":1}}"#);
+            assert_eq!(parse(&text), None, "{id}");
+        }
+        assert_eq!(
+            parse(
+                r#"{"type":"call","id":9007199254740992,"global":"tools","name":"echo","args":1}"#
+            ),
+            call(1 << 53, json!(1))
+        );
+    }
+
+    #[test]
+    fn deep_lines_that_are_not_objects_are_dropped_without_recursion() {
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        // The test thread's stack is small enough that a recursive drop would overflow it.
+        assert_eq!(parse(&deep), None);
+    }
+
+    #[test]
     fn deep_forged_frames_are_parsed_and_dropped_without_recursion() {
         let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
         let frame = format!(
@@ -366,25 +410,31 @@ mod tests {
     #[test]
     fn host_frames() {
         let tools = CodeBindingNamespace::new("tools")
-            .function("echo", code_runtime::binding(|args| async move { Ok(args) }))
-            .function("my-tool", code_runtime::binding(|args| async move { Ok(args) }))
+            .function("echo", code_runtime::binding(|args| async move { Ok(args.into()) }))
+            .function("my-tool", code_runtime::binding(|args| async move { Ok(args.into()) }))
             .error_class("ToolCallError", "toolName");
+        let boot = boot(&[tools, CodeBindingNamespace::new("empty")], 64, 65_536);
+        assert!(
+            boot.starts_with(r#"{"type":"boot","namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536,"wrapper":"__code_runtime_main__","messages":{"unrenderable":"program threw an unrenderable value","lossyArguments":"#),
+            "{boot}"
+        );
+        let parsed = json::parse(&boot).unwrap();
         assert_eq!(
-            boot(&[tools, CodeBindingNamespace::new("empty")], 64, 65_536),
-            r#"{"type":"boot","namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536}"#
+            parsed["messages"].as_object().map(|messages| messages.len()),
+            Some(catalogue::SUBSTRATE_MESSAGES.len())
         );
         assert_eq!(run("return \"x\"\n"), r#"{"type":"run","program":"return \"x\"\n"}"#);
         assert_eq!(
-            reply_ok(&Number::from(3), &json!([1u64 << 60, 1.5])),
+            reply_ok(3, &json!([1u64 << 60, 1.5])),
             r#"{"type":"reply","id":3,"ok":true,"value":[1152921504606846976,1.5]}"#
         );
         assert_eq!(
-            reply_error(&Number::from(4), "nope \"x\""),
+            reply_error(4, &BindingError::new("nope \"x\"")),
             r#"{"type":"reply","id":4,"ok":false,"message":"nope \"x\""}"#
         );
         assert_eq!(
-            reply_error(&Number::from_f64(1.5).unwrap(), "x"),
-            r#"{"type":"reply","id":1.5,"ok":false,"message":"x"}"#
+            reply_error(5, &BindingError::new("limited").with_data(json!({"status": 429}))),
+            r#"{"type":"reply","id":5,"ok":false,"message":"limited","data":{"status":429}}"#
         );
     }
 }

@@ -1,10 +1,11 @@
 //! [`WorkerThreadConfig`]: everything a
 //! [`WorkerThreadCodeRuntime`](crate::WorkerThreadCodeRuntime) is constructed with.
 
-use code_runtime::{ConfigError, Limits};
+use code_runtime::Limits;
+use code_runtime::provider::DEFAULT_MAX_CONCURRENT_RUNS;
 
 /// Configuration of the TypeScript provider.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerThreadConfig {
     /// The budgets of every run. `max_memory_mb` bounds V8's heap and the program's ArrayBuffer
     /// backing stores together; `compute_ms` is the isolate thread's CPU time.
@@ -13,15 +14,18 @@ pub struct WorkerThreadConfig {
     pub allow_eval: bool,
     /// Allow compiling WebAssembly (default `false`).
     pub allow_wasm: bool,
+    /// Runs in flight at once (each is an isolate on its own thread); more wait in a queue, their
+    /// wall clock running. Default 64.
+    pub max_concurrent_runs: usize,
 }
 
-impl WorkerThreadConfig {
-    /// Checks the limits.
-    ///
-    /// # Errors
-    ///
-    /// The first invalid setting.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.limits.validate()
+impl Default for WorkerThreadConfig {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            allow_eval: false,
+            allow_wasm: false,
+            max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+        }
     }
 }

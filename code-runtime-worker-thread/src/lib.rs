@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime, RunGate};
+//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
 //! use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 //! use serde_json::json;
 //!
@@ -19,67 +19,70 @@
 //! ## What a program sees
 //!
 //! ECMAScript built-ins, one object per binding namespace (its members are native functions that
-//! return promises), the declared error classes (real `Error` subclasses), `console` (`log`,
-//! `info`, `warn`, `error`, `debug`) and `setTimeout` / `clearTimeout`. No Node or Deno API, no
-//! network, no filesystem, no `process`. `eval`, `new Function` and WebAssembly compilation are
-//! refused unless the configuration allows them.
+//! return promises; a call takes one JSON argument, none means `null`, more is a `TypeError`), the
+//! declared error classes (real `Error` subclasses; a rejection carries the host's `data` as
+//! `e.data`), `console` (`log`, `info`, `warn`, `error`, `debug`) and `setTimeout` /
+//! `clearTimeout`. No Node or Deno API, no network, no filesystem, no `process`. `eval`,
+//! `new Function` and WebAssembly compilation are refused unless the configuration allows them.
 //!
 //! ## Limits and caveats
 //!
 //! - `compute_ms` is the CPU time of the isolate's thread: awaiting a binding costs nothing, a hot
 //!   loop always accrues. The host samples it, so a run can overshoot by about a millisecond.
 //! - `max_memory_mb` bounds V8's heap and the ArrayBuffer backing stores together (the heap's size
-//!   is sampled between turns of the event loop). Running out of heap ends the run as
-//!   `worker-exit`; an ArrayBuffer the budget cannot hold is a `RangeError` the program sees.
+//!   is sampled between turns of the event loop). A single allocation the budget cannot hold (an
+//!   `ArrayBuffer`, a typed array) fails inside the program as a catchable `RangeError`; a program
+//!   that fills its heap ends as `worker-exit` (`out of memory`).
 //! - An isolate is never reused: every run creates one from a startup snapshot made once per
 //!   process (a trivial run costs about 1.5 ms in all on a 2-core machine).
+//! - Isolates run in this process: a V8 fatal error (some allocation failures are) aborts it.
+//!   Run untrusted programs where a crash of the host process is acceptable, or in a process of
+//!   their own.
 #![warn(missing_docs)]
 
-mod bridge;
 mod config;
 mod convert;
-mod driver;
+mod globals;
 mod isolate;
+mod memory;
+mod message;
 mod platform;
+mod render;
+mod state;
 mod strip;
+mod substrate;
 mod termination;
 
-use std::sync::Arc;
-
+use code_runtime::provider::{Host, async_trait};
 use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, RunGate, async_trait,
+    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, Limits,
 };
 
 pub use crate::config::WorkerThreadConfig;
 
 /// A [`CodeRuntime`] that runs TypeScript programs, each in a fresh V8 isolate on its own thread.
-#[derive(Clone, Debug)]
-pub struct WorkerThreadCodeRuntime {
-    inner: Arc<Inner>,
-}
-
+///
+/// Cheap to share behind an `Arc`. V8 itself is initialised once per process, with the first run.
 #[derive(Debug)]
-struct Inner {
-    shared: driver::Shared,
-    gate: RunGate,
+pub struct WorkerThreadCodeRuntime {
+    config: WorkerThreadConfig,
+    host: Host,
 }
 
 impl WorkerThreadCodeRuntime {
-    /// Validates `config`. V8 itself is initialised once per process, with the first run.
+    /// Validates `config`.
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] for invalid limits.
+    /// A [`ConfigError`] for invalid limits or a zero `max_concurrent_runs`.
     pub fn new(config: WorkerThreadConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let gate = RunGate::new();
-        let shared = driver::Shared { config, disposed: gate.disposed().clone() };
-        Ok(Self { inner: Arc::new(Inner { shared, gate }) })
+        let host = Host::new(config.limits, config.max_concurrent_runs)?;
+        Ok(Self { config, host })
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &WorkerThreadConfig {
-        &self.inner.shared.config
+        &self.config
     }
 }
 
@@ -93,22 +96,21 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
         "worker-thread"
     }
 
+    fn limits(&self) -> &Limits {
+        self.host.limits()
+    }
+
     /// Runs one program in a fresh isolate.
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future terminates the isolate at once; its thread is joined in the
-    /// background, which [`dispose`](CodeRuntime::dispose) waits for.
+    /// Dropping the future terminates the isolate at once; its thread is joined on the provider's
+    /// reactor, which [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        let inner = &self.inner;
-        let permit = inner.gate.enter()?;
-        if let Some(settled) = request.preflight(&inner.shared.config.limits)? {
-            return Ok(settled);
-        }
-        Ok(driver::run(&inner.shared, request, permit).await)
+        self.host.run(request, |start| async { substrate::start(&self.config, start) }).await
     }
 
     async fn dispose(&self) {
-        self.inner.gate.dispose().await;
+        self.host.dispose().await;
     }
 }

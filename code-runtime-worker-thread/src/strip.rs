@@ -19,21 +19,27 @@ pub(crate) struct Wrapped {
     pub(crate) column_offset: i32,
 }
 
+/// Why a program could not be stripped: swc's diagnostic, with `line:column` in the program's own
+/// coordinates, e.g. `TypeScript enum is not supported in strip-only mode (1:1)`. The program sees
+/// it as its exception.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct StripError(String);
+
 /// Strips the types from `program` and wraps it as
 /// `(async function (<parameters>) {"use strict"; <program>\n})`.
 ///
 /// # Errors
 ///
-/// A readable diagnostic with `line:column` in the program's own coordinates, e.g.
-/// `TypeScript enum is not supported in strip-only mode (1:1)`.
-pub(crate) fn strip_and_wrap(program: &str, parameters: &[&str]) -> Result<Wrapped, String> {
+/// The first diagnostic of the stripper.
+pub(crate) fn strip_and_wrap(program: &str, parameters: &[&str]) -> Result<Wrapped, StripError> {
     let header = format!("(async function ({}) {{\"use strict\";", parameters.join(", "));
     let source = format!("{header}{program}\n}})");
     let stripped = strip(&source, header.len())?;
     Ok(Wrapped { source: stripped, column_offset: -i32::try_from(header.len()).unwrap_or(0) })
 }
 
-fn strip(source: &str, header_len: usize) -> Result<String, String> {
+fn strip(source: &str, header_len: usize) -> Result<String, StripError> {
     let diagnostics = Arc::new(Mutex::new(Vec::new()));
     let source_map: Lrc<SourceMap> = Lrc::default();
     let emitter =
@@ -48,7 +54,7 @@ fn strip(source: &str, header_len: usize) -> Result<String, String> {
         Err(error) => {
             let found = diagnostics.lock().map(|found| found.clone()).unwrap_or_default();
             // The emitter's diagnostic says what and where; the error alone only says which kind.
-            Err(found.into_iter().next().unwrap_or_else(|| error.message.clone()))
+            Err(StripError(found.into_iter().next().unwrap_or_else(|| error.message.clone())))
         }
     }
 }

@@ -2,13 +2,15 @@
 
 use std::fmt;
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::json::JsonValue;
+use crate::json::{self, JsonValue};
 
 /// The future a [`BindingFunction`] returns.
 pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingError>> + Send>>;
@@ -16,36 +18,108 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 /// A host function a program can await: one JSON argument in, one JSON value (or a
 /// [`BindingError`]) out.
 ///
-/// Cheap to clone (an `Arc`). Each call gets a detached copy of the program's argument; the
-/// resolution must be lossless JSON or the program's call rejects with
-/// `binding resolution must be lossless JSON`. A provider never cancels a call it started: when the
-/// run ends first, the future is dropped at its next await point or left to finish, and its result
-/// is discarded.
+/// Cheap to clone (an `Arc`). Each call gets its own [`BindingArgs`], a detached copy of what the
+/// program passed (JSON `null` when it passed nothing). The resolution must be lossless JSON (see
+/// [`json`](crate::json)); otherwise the program's call rejects with a message naming the binding,
+/// and a `tracing` warning tells the host.
 ///
-/// Build one with [`binding`].
+/// # In-flight calls when a run ends
+///
+/// A call starts when the program makes it, awaited or not. When the run ends (the program
+/// returned or failed, a budget ran out, the request was cancelled, the runtime disposed), every
+/// call still in flight is cancelled: its future is dropped at its current await point, before
+/// `run` returns. A closure that must observe this holds a guard whose `Drop` does the work.
+///
+/// Build one with [`binding`] or [`binding_with`].
 #[derive(Clone)]
-pub struct BindingFunction(Arc<dyn Fn(JsonValue) -> BindingFuture + Send + Sync>);
+pub struct BindingFunction(Arc<dyn Fn(BindingArgs) -> BindingFuture + Send + Sync>);
 
 /// Wraps an async closure as a [`BindingFunction`].
+///
+/// The closure is called once per program call with the call's [`BindingArgs`] (which derefs to
+/// the JSON value, so `args["q"]` works) and resolves with a [`JsonValue`] (`Ok(args.into())`
+/// hands the argument back). Errors convert with `?`: any `std::error::Error`
+/// (`std::io::Error`, `serde_json::Error`, …), `String` and `&str` become a [`BindingError`].
 ///
 /// ```
 /// use code_runtime::{binding, BindingError, CodeBindingNamespace};
 /// use serde_json::json;
 ///
 /// let tools = CodeBindingNamespace::new("tools")
-///     .function("echo", binding(|args| async move { Ok(args) }))
+///     .function("echo", binding(|args| async move { Ok(args.into()) }))
 ///     .function("search", binding(|args| async move {
-///         let query = args["q"].as_str().ok_or_else(|| BindingError::new("q must be a string"))?;
-///         Ok(json!({ "hits": [query] }))
+///         let query = args["q"].as_str().ok_or("q must be a string")?;
+///         let page: u32 = serde_json::from_str("1")?; // `?` on serde_json::Error
+///         Ok(json!({ "hits": [query], "page": page }))
+///     }))
+///     .function("fetch", binding(|args| async move {
+///         // A rejection the program can branch on: `e.data.status` / `e.data["status"]`.
+///         Err(BindingError::new("not found").with_data(json!({ "status": 404, "url": args["url"] })))
 ///     }));
-/// # assert_eq!(tools.functions.len(), 2);
+/// # assert_eq!(tools.functions.len(), 3);
+/// ```
+///
+/// A closure that uses state it owns clones it into each call's future; [`binding_with`] does
+/// that for you:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use code_runtime::{binding, CodeBindingNamespace};
+/// use serde_json::json;
+///
+/// let calls = Arc::new(AtomicU64::new(0));
+/// let counter = calls.clone();
+/// let tools = CodeBindingNamespace::new("tools").function(
+///     "count",
+///     binding(move |_args| {
+///         let counter = counter.clone(); // one clone per call, moved into the future
+///         async move { Ok(json!(counter.fetch_add(1, Ordering::Relaxed) + 1)) }
+///     }),
+/// );
+/// # assert_eq!(tools.functions.len(), 1);
 /// ```
 pub fn binding<F, Fut>(function: F) -> BindingFunction
 where
-    F: Fn(JsonValue) -> Fut + Send + Sync + 'static,
+    F: Fn(BindingArgs) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<JsonValue, BindingError>> + Send + 'static,
 {
     BindingFunction(Arc::new(move |args| Box::pin(function(args))))
+}
+
+/// Wraps an async closure that uses shared `state` as a [`BindingFunction`]: `state` is cloned
+/// into each call, so the closure's future owns it.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::{Arc, Mutex};
+/// use code_runtime::{binding_with, CodeBindingNamespace};
+/// use serde_json::json;
+///
+/// #[derive(Clone, Default)]
+/// struct Store(Arc<Mutex<HashMap<String, String>>>);
+///
+/// let store = Store::default();
+/// let kv = CodeBindingNamespace::new("kv")
+///     .function("put", binding_with(store.clone(), |store: Store, args| async move {
+///         let key = args["key"].as_str().ok_or("key must be a string")?.to_owned();
+///         let value = args["value"].as_str().ok_or("value must be a string")?.to_owned();
+///         store.0.lock().unwrap().insert(key, value);
+///         Ok(json!(true))
+///     }))
+///     .function("get", binding_with(store, |store: Store, args| async move {
+///         let key = args["key"].as_str().ok_or("key must be a string")?;
+///         Ok(json!(store.0.lock().unwrap().get(key)))
+///     }));
+/// # assert_eq!(kv.functions.len(), 2);
+/// ```
+pub fn binding_with<S, F, Fut>(state: S, function: F) -> BindingFunction
+where
+    S: Clone + Send + Sync + 'static,
+    F: Fn(S, BindingArgs) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<JsonValue, BindingError>> + Send + 'static,
+{
+    binding(move |args| function(state.clone(), args))
 }
 
 impl BindingFunction {
@@ -54,7 +128,7 @@ impl BindingFunction {
     /// # Cancel safety
     ///
     /// Dropping the returned future drops the host closure's future at its current await point.
-    pub fn call(&self, args: JsonValue) -> BindingFuture {
+    pub fn call(&self, args: BindingArgs) -> BindingFuture {
         (self.0)(args)
     }
 }
@@ -65,23 +139,151 @@ impl fmt::Debug for BindingFunction {
     }
 }
 
-/// Why a binding call failed. The message is exactly what the program sees: the rejection's
-/// `message` in TypeScript, `str(e)` in Python, as an instance of the namespace's error class when
-/// one is declared.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The argument of one binding call: the program's value, detached from the program.
+///
+/// Derefs to the [`JsonValue`], so `args["q"]` and `args.as_str()` work. Unlike a bare
+/// `JsonValue`, dropping it never recurses: a program can pass a value nested 100 000 levels deep,
+/// and a closure that ignores it must not overflow the stack of the thread that drops it. Take the
+/// value out with [`into_value`](BindingArgs::into_value) only to keep it; read typed fields with
+/// [`parse`](BindingArgs::parse).
+pub struct BindingArgs {
+    value: JsonValue,
+}
+
+impl BindingArgs {
+    /// Wraps `value`.
+    pub fn new(value: JsonValue) -> Self {
+        Self { value }
+    }
+
+    /// The value itself. Dropping a deeply nested `JsonValue` recurses once per level; hand it
+    /// back through [`json::drop_value`] when it may be deep and is no longer needed.
+    pub fn into_value(mut self) -> JsonValue {
+        std::mem::take(&mut self.value)
+    }
+
+    /// Deserializes the argument into `T`, reading it in place.
+    ///
+    /// # Errors
+    ///
+    /// A [`BindingError`] with serde's message when the argument does not have `T`'s shape; the
+    /// program sees it as the call's rejection.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, BindingError> {
+        T::deserialize(&self.value).map_err(BindingError::from)
+    }
+}
+
+impl Deref for BindingArgs {
+    type Target = JsonValue;
+
+    fn deref(&self) -> &JsonValue {
+        &self.value
+    }
+}
+
+impl DerefMut for BindingArgs {
+    fn deref_mut(&mut self) -> &mut JsonValue {
+        &mut self.value
+    }
+}
+
+impl From<JsonValue> for BindingArgs {
+    fn from(value: JsonValue) -> Self {
+        Self::new(value)
+    }
+}
+
+/// Serializes as the JSON value, so `json!({ "echoed": args })` works. Like `JsonValue`'s own,
+/// this recurses once per nesting level.
+impl Serialize for BindingArgs {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(serializer)
+    }
+}
+
+impl From<BindingArgs> for JsonValue {
+    fn from(args: BindingArgs) -> Self {
+        args.into_value()
+    }
+}
+
+impl Drop for BindingArgs {
+    fn drop(&mut self) {
+        json::drop_value(std::mem::take(&mut self.value));
+    }
+}
+
+impl fmt::Debug for BindingArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `JsonValue`'s own `Debug` recurses; the encoder does not.
+        let encoded = json::encode(&self.value);
+        f.debug_tuple("BindingArgs").field(&json::truncate(&encoded, 256)).finish()
+    }
+}
+
+/// Why a binding call failed: the message the program sees, and optional structured data.
+///
+/// The program catches it as an instance of the namespace's error class (or `Error` /
+/// `Exception`): `e.message` / `str(e)` is the message, `e.data` the data (`null` / `None` when
+/// there is none), and the class's member-name property the member that failed.
+///
+/// Converts from any `std::error::Error`, `String` or `&str`, so `?` works in a binding
+/// closure; the message is the error's `Display`, followed by its sources (`outer: inner`).
+/// `BindingError` itself does not implement `std::error::Error` (that is what lets the blanket
+/// conversion exist, as with `anyhow::Error`).
+#[derive(Clone, PartialEq)]
 pub struct BindingError {
     message: String,
+    data: Option<JsonValue>,
 }
 
 impl BindingError {
-    /// A rejection with `message`.
+    /// A rejection with `message` and no data.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self { message: message.into(), data: None }
+    }
+
+    /// Attaches structured data the program reads as `e.data`, for example
+    /// `{"status": 429, "retryAfterMs": 1000}`. It must be lossless JSON; data that is not is
+    /// replaced by `null` (with a `tracing` warning) and the message is kept.
+    #[must_use]
+    pub fn with_data(mut self, data: JsonValue) -> Self {
+        if let Some(previous) = self.data.replace(data) {
+            json::drop_value(previous);
+        }
+        self
     }
 
     /// The message the program sees.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The structured data the program sees as `e.data`, if any.
+    pub fn data(&self) -> Option<&JsonValue> {
+        self.data.as_ref()
+    }
+
+    /// Takes the data out, leaving none.
+    pub fn take_data(&mut self) -> Option<JsonValue> {
+        self.data.take()
+    }
+}
+
+impl<E> From<E> for BindingError
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    fn from(error: E) -> Self {
+        let error = error.into();
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        Self::new(message)
     }
 }
 
@@ -91,17 +293,18 @@ impl fmt::Display for BindingError {
     }
 }
 
-impl std::error::Error for BindingError {}
-
-impl From<String> for BindingError {
-    fn from(message: String) -> Self {
-        Self::new(message)
+impl fmt::Debug for BindingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let data = self.data.as_ref().map(json::encode);
+        f.debug_struct("BindingError").field("message", &self.message).field("data", &data).finish()
     }
 }
 
-impl From<&str> for BindingError {
-    fn from(message: &str) -> Self {
-        Self::new(message)
+impl Drop for BindingError {
+    fn drop(&mut self) {
+        if let Some(data) = self.data.take() {
+            json::drop_value(data);
+        }
     }
 }
 
@@ -109,8 +312,8 @@ impl From<&str> for BindingError {
 ///
 /// Function names are arbitrary strings, matched exactly as own entries: `__proto__`,
 /// `constructor`, `my-tool` and `""` are ordinary names, and no name resolves to an inherited
-/// member. The declaration is checked by [`validate_bindings`](crate::validate_bindings) when a
-/// run starts.
+/// member. The declaration is checked when a run starts; an invalid one is a
+/// [`ContractError`](crate::ContractError).
 #[derive(Clone, Debug, Default)]
 pub struct CodeBindingNamespace {
     /// The program-visible name of the namespace object, e.g. `tools`.
@@ -151,8 +354,9 @@ impl CodeBindingNamespace {
 /// `Exception` subclass, program-visible under `name`.
 ///
 /// Every rejected call on the namespace is an instance with `name == self.name`, the host's message,
-/// and an own property `member_name_property` holding the exact member name that failed. Both
-/// strings are data; the runtime knows nothing of "tools".
+/// `data` (the rejection's structured data, or `null` / `None`), and an own property
+/// `member_name_property` holding the exact member name that failed. Both strings are data; the
+/// runtime knows nothing of "tools".
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CodeBindingErrorClass {

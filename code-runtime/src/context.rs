@@ -1,22 +1,25 @@
-//! [`Context`]: where a host registers its one code runtime at startup and consumers find it.
+//! [`Context`]: where a host registers its code runtimes at startup and consumers find them.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::error::ContractError;
+use crate::error::ContextError;
 use crate::runtime::CodeRuntime;
 
-/// The capability registry a host builds at startup: exactly one [`CodeRuntime`] provider, fetched
-/// by consumers that know only the trait, and disposed with the context.
+/// The capability registry a host builds at startup: at most one [`CodeRuntime`] per language,
+/// fetched by consumers that know only the trait, and disposed with the context.
 ///
 /// ```
 /// # use std::sync::Arc;
 /// # use code_runtime::{CodeRuntime, Context};
-/// # async fn host(provider: Arc<dyn CodeRuntime>) -> Result<(), code_runtime::ContractError> {
+/// # async fn host(typescript: Arc<dyn CodeRuntime>, python: Arc<dyn CodeRuntime>) -> Result<(), code_runtime::ContextError> {
 /// let context = Context::new();
-/// context.provide_code_runtime(provider)?;
-/// let runtime = context.code_runtime()?; // what consumers do
+/// context.provide_code_runtime(typescript)?; // registered under its `language()`
+/// context.provide_code_runtime(python)?;
+/// let runtime = context.code_runtime("python")?; // what a consumer does
 /// # drop(runtime);
+/// assert_eq!(context.languages(), ["python", "typescript"]);
 /// context.dispose().await; // at shutdown; awaits every substrate's death
 /// # Ok(()) }
 /// ```
@@ -27,12 +30,15 @@ pub struct Context {
     disposal: tokio::sync::Mutex<()>,
 }
 
-#[derive(Default)]
 enum Slot {
-    #[default]
-    Empty,
-    Registered(Arc<dyn CodeRuntime>),
+    Open(BTreeMap<String, Arc<dyn CodeRuntime>>),
     Disposed,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot::Open(BTreeMap::new())
+    }
 }
 
 impl Context {
@@ -41,67 +47,76 @@ impl Context {
         Self::default()
     }
 
-    /// Registers the context's provider.
+    /// Registers a provider under its [`language`](CodeRuntime::language).
     ///
     /// # Errors
     ///
-    /// [`ContractError::AlreadyRegistered`] when a provider is already registered,
-    /// [`ContractError::ContextDisposed`] after [`dispose`](Context::dispose).
-    pub fn provide_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) -> Result<(), ContractError> {
+    /// [`ContextError::AlreadyRegistered`] when a provider of that language is registered,
+    /// [`ContextError::Disposed`] after [`dispose`](Context::dispose).
+    pub fn provide_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) -> Result<(), ContextError> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        match *slot {
-            Slot::Empty => {
-                *slot = Slot::Registered(runtime);
-                Ok(())
-            }
-            Slot::Registered(_) => Err(ContractError::AlreadyRegistered),
-            Slot::Disposed => Err(ContractError::ContextDisposed),
+        let Slot::Open(runtimes) = &mut *slot else { return Err(ContextError::Disposed) };
+        let language = runtime.language().to_owned();
+        if runtimes.contains_key(&language) {
+            return Err(ContextError::AlreadyRegistered { language });
         }
+        runtimes.insert(language, runtime);
+        Ok(())
     }
 
-    /// The registered provider.
+    /// The provider registered for `language` (`"typescript"`, `"python"`).
     ///
     /// # Errors
     ///
-    /// [`ContractError::NotRegistered`] before registration, [`ContractError::ContextDisposed`]
-    /// once disposal has begun.
-    pub fn code_runtime(&self) -> Result<Arc<dyn CodeRuntime>, ContractError> {
+    /// [`ContextError::NotRegistered`] when none is, [`ContextError::Disposed`] once disposal has
+    /// begun.
+    pub fn code_runtime(&self, language: &str) -> Result<Arc<dyn CodeRuntime>, ContextError> {
         match &*self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
-            Slot::Empty => Err(ContractError::NotRegistered),
-            Slot::Registered(runtime) => Ok(Arc::clone(runtime)),
-            Slot::Disposed => Err(ContractError::ContextDisposed),
+            Slot::Open(runtimes) => runtimes
+                .get(language)
+                .cloned()
+                .ok_or_else(|| ContextError::NotRegistered { language: language.to_owned() }),
+            Slot::Disposed => Err(ContextError::Disposed),
         }
     }
 
-    /// Removes the provider and disposes it, completing once every substrate it started is gone.
-    /// Later calls of [`code_runtime`](Context::code_runtime) fail. Idempotent; concurrent callers
-    /// all wait for quiescence.
+    /// The languages registered, sorted; empty once disposed.
+    pub fn languages(&self) -> Vec<String> {
+        match &*self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
+            Slot::Open(runtimes) => runtimes.keys().cloned().collect(),
+            Slot::Disposed => Vec::new(),
+        }
+    }
+
+    /// Removes every provider and disposes them concurrently, completing once every substrate
+    /// they started is gone. Later lookups fail. Idempotent; concurrent callers all wait for
+    /// quiescence.
     ///
     /// # Cancel safety
     ///
-    /// The provider leaves the context at the first poll. Dropping the future before it completes
-    /// drops the provider's own `dispose` future, whose cancel safety the provider documents.
+    /// The providers leave the context at the first poll. Dropping the future before it completes
+    /// drops the providers' own `dispose` futures, whose cancel safety each provider documents.
     pub async fn dispose(&self) {
         let _serialised = self.disposal.lock().await;
         let previous = {
             let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
             std::mem::replace(&mut *slot, Slot::Disposed)
         };
-        if let Slot::Registered(runtime) = previous {
-            runtime.dispose().await;
+        if let Slot::Open(runtimes) = previous {
+            futures::future::join_all(runtimes.values().map(|runtime| runtime.dispose())).await;
         }
     }
 }
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &*self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
-            Slot::Empty => "empty".to_owned(),
-            Slot::Registered(runtime) => {
-                format!("{} ({})", runtime.language(), runtime.isolation())
-            }
-            Slot::Disposed => "disposed".to_owned(),
+        let state: Vec<String> = match &*self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
+            Slot::Open(runtimes) => runtimes
+                .values()
+                .map(|runtime| format!("{} ({})", runtime.language(), runtime.isolation()))
+                .collect(),
+            Slot::Disposed => vec!["disposed".to_owned()],
         };
-        f.debug_struct("Context").field("code_runtime", &state).finish_non_exhaustive()
+        f.debug_struct("Context").field("code_runtimes", &state).finish_non_exhaustive()
     }
 }

@@ -1,16 +1,18 @@
-//! The two error types of the crate boundary: [`ContractError`] for misuse of the service, and
-//! [`ConfigError`] for invalid provider configuration.
+//! The error types of the crate boundary: [`ContractError`] for misuse of `run`, [`ConfigError`]
+//! for an invalid provider configuration, [`ContextError`] for misuse of a [`Context`].
 //!
-//! Neither is ever caused by what a program does: program failures are result fields
+//! None is ever caused by what a program does: program failures are result fields
 //! ([`CodeRunFailure`](crate::CodeRunFailure)).
+//!
+//! [`Context`]: crate::Context
 
 use crate::json;
 
 /// Misuse of the service contract: `run()` rejects with this, and only with this.
 ///
-/// The binding-declaration variants are produced by
-/// [`validate_bindings`](crate::validate_bindings) in the order REFERENCE.md §2.2 fixes; their
-/// messages name the offending string JSON-quoted.
+/// The binding-declaration variants are checked in the order REFERENCE.md §2.2 fixes (see
+/// [`provider::validate_bindings`](crate::provider::validate_bindings)); their messages name the
+/// offending string JSON-quoted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContractError {
@@ -23,6 +25,14 @@ pub enum ContractError {
     /// A namespace `global` or error-class name that the runtime itself reserves.
     #[error("code-runtime: reserved binding global {}", json::quote(.name))]
     ReservedGlobal {
+        /// The offending name.
+        name: String,
+    },
+    /// A namespace `global` or error-class name that would hide a global the program needs: an
+    /// ECMAScript global such as `Promise` or `JSON`, or a Python builtin such as `print` or
+    /// `len` (DESIGN.md §9 item 9).
+    #[error("code-runtime: binding global {} would shadow a global the program needs", json::quote(.name))]
+    ShadowedGlobal {
         /// The offending name.
         name: String,
     },
@@ -50,18 +60,43 @@ pub enum ContractError {
         /// The offending property name.
         property: String,
     },
+    /// A per-request limit ([`RunLimits`](crate::RunLimits)) that is zero or above the
+    /// provider's: a request may tighten a budget, never loosen it.
+    #[error(
+        "code-runtime: request limit {key} must be between 1 and the provider's {provider}, got {value}"
+    )]
+    InvalidRunLimit {
+        /// The limit, as [`Limits`](crate::Limits) spells it.
+        key: &'static str,
+        /// What the request asked for.
+        value: u64,
+        /// The provider's value, the largest allowed.
+        provider: u64,
+    },
     /// `run()` on a provider after `dispose()`.
     #[error("code-runtime: run() after disposal")]
     Disposed,
-    /// A second provider registered in the same [`Context`](crate::Context).
-    #[error("code-runtime: a code runtime is already registered in this context")]
-    AlreadyRegistered,
-    /// [`Context::code_runtime`](crate::Context::code_runtime) before any provider was registered.
-    #[error("code-runtime: no code runtime is registered in this context")]
-    NotRegistered,
-    /// [`Context::code_runtime`](crate::Context::code_runtime) after the context was disposed.
-    #[error("code-runtime: code runtime requested after disposal of its context")]
-    ContextDisposed,
+}
+
+/// Misuse of a [`Context`](crate::Context).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContextError {
+    /// A second provider of the same language.
+    #[error("code-runtime: a {} code runtime is already registered in this context", json::quote(.language))]
+    AlreadyRegistered {
+        /// The provider's language.
+        language: String,
+    },
+    /// No provider of that language is registered.
+    #[error("code-runtime: no {} code runtime is registered in this context", json::quote(.language))]
+    NotRegistered {
+        /// The language asked for.
+        language: String,
+    },
+    /// The context was disposed.
+    #[error("code-runtime: the context is disposed")]
+    Disposed,
 }
 
 /// An invalid provider configuration, reported when the provider is constructed.

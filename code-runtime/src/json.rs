@@ -259,6 +259,14 @@ pub enum ParseError {
     /// Valid JSON holding a value that is not lossless.
     #[error("JSON is not lossless: {0}")]
     Lossy(#[from] LossyJson),
+    /// A key given twice in one object ([`parse_strict`] only).
+    #[error("key {} appears twice in one object (byte {offset})", quote(.key))]
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// Byte offset of the second occurrence's value.
+        offset: usize,
+    },
 }
 
 /// Parses one JSON text into a lossless value, without recursion.
@@ -280,13 +288,26 @@ pub enum ParseError {
 /// [`ParseError::Syntax`] for anything that is not exactly one JSON value (surrounding whitespace
 /// allowed), [`ParseError::Lossy`] as above.
 pub fn parse(text: &str) -> Result<JsonValue, ParseError> {
-    Parser { bytes: text.as_bytes(), text, pos: 0 }.parse()
+    Parser { bytes: text.as_bytes(), text, pos: 0, strict: false }.parse()
+}
+
+/// [`parse`], refusing an object that gives a key twice ([`ParseError::DuplicateKey`]): for
+/// documents a person writes (configuration, bindings files), where a repeated key is a mistake
+/// that `JSON.parse`'s "last one wins" would hide.
+///
+/// # Errors
+///
+/// As [`parse`], and [`ParseError::DuplicateKey`].
+pub fn parse_strict(text: &str) -> Result<JsonValue, ParseError> {
+    Parser { bytes: text.as_bytes(), text, pos: 0, strict: true }.parse()
 }
 
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// Refuse duplicate keys.
+    strict: bool,
 }
 
 /// A container whose closing bracket has not been read yet.
@@ -296,9 +317,27 @@ enum Open {
     Object(serde_json::Map<String, JsonValue>, String),
 }
 
+impl Open {
+    fn into_value(self) -> JsonValue {
+        match self {
+            Open::Array(items) => JsonValue::Array(items),
+            Open::Object(members, _) => JsonValue::Object(members),
+        }
+    }
+}
+
 impl Parser<'_> {
     fn parse(mut self) -> Result<JsonValue, ParseError> {
         let mut stack: Vec<Open> = Vec::new();
+        let result = self.parse_into(&mut stack);
+        // A text that fails late leaves open containers whose finished members may be deep.
+        for open in stack.drain(..) {
+            drop_value(open.into_value());
+        }
+        result
+    }
+
+    fn parse_into(&mut self, stack: &mut Vec<Open>) -> Result<JsonValue, ParseError> {
         loop {
             // Read one value; an opened non-empty container continues the outer loop instead.
             self.skip_whitespace();
@@ -356,7 +395,14 @@ impl Parser<'_> {
                         value = JsonValue::Array(items);
                     }
                     Some(Open::Object(members, key)) => {
-                        members.insert(std::mem::take(key), value);
+                        let name = std::mem::take(key);
+                        if self.strict && members.contains_key(&name) {
+                            drop_value(value);
+                            return Err(ParseError::DuplicateKey { key: name, offset: self.pos });
+                        }
+                        if let Some(previous) = members.insert(name, value) {
+                            drop_value(previous);
+                        }
                         if self.eat(b',') {
                             self.skip_whitespace();
                             *key = self.key()?;

@@ -3,87 +3,88 @@
 //!
 //! This crate is what consumers depend on. It names no engine and spawns nothing: the providers
 //! (`code-runtime-worker-thread` for TypeScript on V8, `code-runtime-python` for CPython) implement
-//! [`CodeRuntime`], and a host registers one of them in a [`Context`] at startup.
+//! [`CodeRuntime`], and a host registers them in a [`Context`] at startup.
 //!
 //! ## Core concepts
 //!
-//! - [`CodeRuntime`]: the service. One per host, shared as `Arc<dyn CodeRuntime>`, alive from
-//!   startup to [`CodeRuntime::dispose`]. Holds validated configuration ([`Limits`]) and nothing
-//!   per run; creating one costs what the provider's start-up costs (initialising V8 once,
-//!   resolving the interpreter path once).
-//! - [`CodeRunRequest`]: one program plus its [`CodeBindingNamespace`]s and an optional
-//!   cancellation token. Lives for one call of [`CodeRuntime::run`]; the program is the body of an
-//!   async function, so top-level `await` and `return` work.
-//! - [`BindingFunction`]: a host async closure, `JsonValue -> Result<JsonValue, BindingError>`,
-//!   built with [`binding`]. Cloned into each run (an `Arc` clone); each program call costs one
-//!   closure call plus a JSON conversion on each side.
+//! - [`CodeRuntime`]: the service. One per language per host, shared as `Arc<dyn CodeRuntime>`,
+//!   alive from startup to [`CodeRuntime::dispose`]. Holds validated configuration ([`Limits`])
+//!   and nothing per run; creating one costs what the provider's start-up costs (initialising V8
+//!   once, resolving the interpreter once).
+//! - [`CodeRunRequest`]: one program plus its [`CodeBindingNamespace`]s, an optional cancellation
+//!   token and optional [`RunLimits`] that tighten the provider's. Lives for one call of
+//!   [`CodeRuntime::run`]; the program is the body of an async function, so top-level `await` and
+//!   `return` work.
+//! - [`BindingFunction`]: a host async closure, [`BindingArgs`] in, `Result<JsonValue,
+//!   BindingError>` out, built with [`binding`] or [`binding_with`]. Cloned into each run (an
+//!   `Arc` clone); each program call costs one closure call plus a JSON conversion on each side.
 //! - [`CodeRunResult`]: what came back: `logs`, then either `value` or `error`
 //!   ([`CodeRunFailure`] with one of six [`FailureKind`]s). Everything a program does, including
 //!   crashing its substrate, is a result; only misuse of the contract is a [`ContractError`].
 //! - [`JsonValue`]: the only thing that crosses between a program and the host, checked *lossless*
-//!   by [`json::validate`] (finite, no `-0`, integers exact as a double, valid Unicode, any depth).
-//! - [`OutputLedger`]: one combined byte budget per run over `JSON(logs)` plus `JSON(value)` (or
-//!   the error message). Lives for one run; every provider builds its result through
-//!   [`OutputLedger::settle`], so both languages fail at the same byte.
+//!   by the rules of [`json`] (finite, no `-0`, integers exact as a double, valid Unicode, any
+//!   depth).
+//! - [`Context`]: the registry a host builds at startup, one provider per language.
 //!
-//! ## Example
+//! Provider crates implement [`CodeRuntime`] on top of [`provider`], the SPI: one host loop, the
+//! output ledger every result is built by, the disposal rule, and the message catalogue.
 //!
-//! ```
-//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest};
+//! ## Example: a host with both languages
+//!
+//! ```no_run
+//! # async fn host() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, Context};
 //! use serde_json::json;
 //!
+//! let context = Context::new();
+//! // At startup, e.g. with the workspace's two providers:
+//! // context.provide_code_runtime(Arc::new(WorkerThreadCodeRuntime::new(Default::default())?))?;
+//! // context.provide_code_runtime(Arc::new(PythonCodeRuntime::start(Default::default()).await?))?;
+//!
+//! let tools = CodeBindingNamespace::new("tools")
+//!     .function("search", binding(|args| async move { Ok(json!({ "hits": [args["q"]] })) }))
+//!     .error_class("ToolCallError", "toolName");
+//! // Per model turn: the program the model wrote, in the language it was asked for.
+//! let runtime = context.code_runtime("typescript")?;
 //! let request = CodeRunRequest::new("const r = await tools.search({ q: 'rust' }); return r.hits;")
-//!     .binding(
-//!         CodeBindingNamespace::new("tools")
-//!             .function("search", binding(|args| async move { Ok(json!({ "hits": [args["q"]] })) }))
-//!             .error_class("ToolCallError", "toolName"),
-//!     );
-//! // `runtime.run(request).await?` on any provider returns `{"logs":[],"value":["rust"]}`.
-//! # code_runtime::validate_bindings(&request.bindings).unwrap();
+//!     .binding(tools);
+//! let result = runtime.run(request).await?;
+//! assert_eq!(result.to_json(), r#"{"logs":[],"value":["rust"]}"#);
+//! context.dispose().await;
+//! # Ok(()) }
 //! ```
 //!
-//! ## What lives here, once
+//! ## Dependencies
 //!
-//! Every provider imports these rules instead of restating them: binding-name validation
-//! ([`validate_bindings`] and the constants beside it), the lossless-JSON rules and walks
-//! ([`json`]), the output ledger ([`OutputLedger`]), the failure-message catalogue
-//! ([`CodeRunFailure`]'s constructors), the budgets ([`Limits`]) and the disposal rule
-//! ([`RunGate`]).
+//! [`JsonValue`] is `serde_json::Value` with the `preserve_order` feature, which this crate turns
+//! on: object keys must keep the order the program produced them in (JavaScript's own-key order),
+//! and without it they come back sorted. Cargo unifies features, so every `serde_json::Map` in a
+//! build that depends on this crate keeps insertion order (an `IndexMap` instead of a `BTreeMap`).
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod binding;
 mod context;
 mod error;
 pub mod json;
-mod ledger;
-mod lifecycle;
 mod limits;
+pub mod provider;
 mod request;
 mod result;
 mod runtime;
 mod validation;
 
 pub use crate::binding::{
-    BindingError, BindingFunction, BindingFuture, CodeBindingErrorClass, CodeBindingNamespace,
-    binding,
+    BindingArgs, BindingError, BindingFunction, CodeBindingErrorClass, CodeBindingNamespace,
+    binding, binding_with,
 };
 pub use crate::context::Context;
-pub use crate::error::{ConfigError, ContractError};
+pub use crate::error::{ConfigError, ContextError, ContractError};
 pub use crate::json::JsonValue;
-pub use crate::ledger::{Admission, Outcome, OutputLedger};
-pub use crate::lifecycle::{RunGate, RunPermit};
 pub use crate::limits::Limits;
-pub use crate::request::CodeRunRequest;
+pub use crate::request::{CodeRunRequest, RunLimits};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind};
 pub use crate::runtime::CodeRuntime;
-pub use crate::validation::{
-    PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,
-    RESERVED_ERROR_MEMBERS, is_dunder_member, is_portable_identifier, is_usable_identifier,
-    validate_bindings,
-};
-/// Re-exported because [`CodeRuntime`] is declared with it; implementors write
-/// `#[code_runtime::async_trait]`.
-pub use async_trait::async_trait;
-/// Re-exported because it appears in [`CodeRunRequest::signal`] and [`CodeRuntime::run`]'s
-/// contract; any `tokio-util` 0.7 token is the same type.
+/// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is
+/// the same type.
 pub use tokio_util::sync::CancellationToken;

@@ -1,7 +1,8 @@
 //! [`Limits`]: the budgets every provider enforces, with their defaults and their validation.
 
-use crate::error::ConfigError;
-use crate::ledger::OutputLedger;
+use crate::error::{ConfigError, ContractError};
+use crate::provider::OutputLedger;
+use crate::request::RunLimits;
 
 /// The budgets of every run of a provider. Part of each provider's configuration and validated
 /// when the provider is constructed; a request carries no knobs of its own.
@@ -16,8 +17,9 @@ pub struct Limits {
     /// CPU time the program may consume, in milliseconds. Awaiting a binding costs nothing; a hot
     /// loop always accrues. Default 60 000.
     pub compute_ms: u64,
-    /// Wall-clock ceiling from the start of the run, in milliseconds; it never pauses. Must be at
-    /// most 2 147 483 647 (about 24.8 days). Default 600 000.
+    /// The wall clock, in milliseconds, from the moment `run` is called (time spent waiting for a
+    /// free slot of the provider counts); it never pauses. Must be at most 2 147 483 647 (about
+    /// 24.8 days). Default 600 000. The command line calls it `--timeout-ms`.
     pub max_wall_ms: u64,
     /// The combined output budget of [`OutputLedger`], in bytes: at least 4, at most 2^53 - 1.
     /// Default 67 108 864 (64 MiB).
@@ -73,8 +75,49 @@ impl Limits {
 
     /// A fresh ledger for one run under these limits.
     pub fn ledger(&self) -> OutputLedger {
-        // Validated limits fit a `usize` on every 64-bit target; saturate elsewhere.
-        OutputLedger::new(usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX))
+        OutputLedger::new(self.output_bytes())
+    }
+
+    /// `max_output_bytes` as a `usize`. Validated limits fit on every 64-bit target; saturates
+    /// elsewhere.
+    pub fn output_bytes(&self) -> usize {
+        usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX)
+    }
+
+    /// `max_memory_mb` in bytes, saturating.
+    pub fn memory_bytes(&self) -> u64 {
+        self.max_memory_mb.saturating_mul(1 << 20)
+    }
+
+    /// These limits, tightened by a request's.
+    ///
+    /// # Errors
+    ///
+    /// [`ContractError::InvalidRunLimit`] for a requested value that is zero or above this one.
+    pub fn tighten(&self, request: &RunLimits) -> Result<Limits, ContractError> {
+        let tightened = |key: &'static str, requested: Option<u64>, provider: u64| match requested {
+            None => Ok(provider),
+            Some(value) if (1..=provider).contains(&value) => Ok(value),
+            Some(value) => Err(ContractError::InvalidRunLimit { key, value, provider }),
+        };
+        let limits = Limits {
+            compute_ms: tightened("compute_ms", request.compute_ms, self.compute_ms)?,
+            max_wall_ms: tightened("max_wall_ms", request.max_wall_ms, self.max_wall_ms)?,
+            max_output_bytes: tightened(
+                "max_output_bytes",
+                request.max_output_bytes,
+                self.max_output_bytes,
+            )?,
+            max_memory_mb: tightened("max_memory_mb", request.max_memory_mb, self.max_memory_mb)?,
+        };
+        if limits.max_output_bytes < OutputLedger::MIN_MAX_OUTPUT_BYTES as u64 {
+            return Err(ContractError::InvalidRunLimit {
+                key: "max_output_bytes",
+                value: limits.max_output_bytes,
+                provider: self.max_output_bytes,
+            });
+        }
+        Ok(limits)
     }
 }
 

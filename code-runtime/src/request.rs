@@ -1,17 +1,19 @@
-//! [`CodeRunRequest`]: one program, its bindings, and an optional cancellation token.
+//! [`CodeRunRequest`]: one program, its bindings, a cancellation token, and per-request limits.
 
 use tokio_util::sync::CancellationToken;
 
 use crate::binding::CodeBindingNamespace;
-use crate::error::ContractError;
-use crate::ledger::Outcome;
-use crate::limits::Limits;
-use crate::result::{CodeRunFailure, CodeRunResult};
-use crate::validation::validate_bindings;
 
-/// One program to run, the bindings it may call, and a token that aborts it.
+/// One program to run, the bindings it may call, a token that aborts it, and limits that may
+/// tighten the provider's for this run.
 ///
-/// The request carries no budgets: those are validated provider configuration ([`Limits`]).
+/// ```
+/// use code_runtime::{CodeRunRequest, RunLimits};
+///
+/// let request = CodeRunRequest::new("return 1")
+///     .limits(RunLimits { max_wall_ms: Some(5_000), ..RunLimits::default() });
+/// # assert_eq!(request.limits.max_wall_ms, Some(5_000));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct CodeRunRequest {
     /// The program, in the provider's language, executed as the body of an async function:
@@ -20,13 +22,33 @@ pub struct CodeRunRequest {
     /// The namespaces the program sees, each as one object named by its `global`.
     pub bindings: Vec<CodeBindingNamespace>,
     /// Cancelling this token stops the program promptly, even mid-loop, and the run resolves as
-    /// `abort` (`cancelled`). Binding calls already in flight are not cancelled by the runtime; their
-    /// late results are dropped.
+    /// `abort` (`cancelled`). Binding calls in flight are cancelled with it (see
+    /// [`BindingFunction`](crate::BindingFunction)).
     pub signal: Option<CancellationToken>,
+    /// Budgets for this run only. Each one set must be at most the provider's (see
+    /// [`CodeRuntime::limits`](crate::CodeRuntime::limits)); unset ones are the provider's.
+    pub limits: RunLimits,
+}
+
+/// Per-request budgets: each `Some` tightens the provider's [`Limits`](crate::Limits) for one run.
+///
+/// A request can only tighten: a value above the provider's, or zero, makes `run` fail with a
+/// [`ContractError`](crate::ContractError) that names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// CPU time, in milliseconds ([`Limits::compute_ms`](crate::Limits::compute_ms)).
+    pub compute_ms: Option<u64>,
+    /// The wall clock, in milliseconds ([`Limits::max_wall_ms`](crate::Limits::max_wall_ms)).
+    pub max_wall_ms: Option<u64>,
+    /// The output budget, in bytes
+    /// ([`Limits::max_output_bytes`](crate::Limits::max_output_bytes)).
+    pub max_output_bytes: Option<u64>,
+    /// The memory budget, in MiB ([`Limits::max_memory_mb`](crate::Limits::max_memory_mb)).
+    pub max_memory_mb: Option<u64>,
 }
 
 impl CodeRunRequest {
-    /// A request for `program` with no bindings and no signal.
+    /// A request for `program` with no bindings, no signal and the provider's limits.
     pub fn new(program: impl Into<String>) -> Self {
         Self { program: program.into(), ..Self::default() }
     }
@@ -40,6 +62,12 @@ impl CodeRunRequest {
     /// Sets the cancellation token.
     pub fn signal(mut self, signal: CancellationToken) -> Self {
         self.signal = Some(signal);
+        self
+    }
+
+    /// Sets the per-request limits.
+    pub fn limits(mut self, limits: RunLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -58,23 +86,5 @@ impl CodeRunRequest {
     /// Whether the request's token has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.signal.as_ref().is_some_and(CancellationToken::is_cancelled)
-    }
-
-    /// The checks every provider runs first, after its own "disposed?" check, in the order
-    /// REFERENCE.md §1.6 fixes: validate the bindings, then settle an already-cancelled request
-    /// without starting anything.
-    ///
-    /// Returns `Ok(None)` when the run should proceed, `Ok(Some(result))` when it is already settled
-    /// (an `abort` result, passed through the output ledger with empty logs).
-    ///
-    /// # Errors
-    ///
-    /// An invalid binding declaration, even when the token is cancelled too.
-    pub fn preflight(&self, limits: &Limits) -> Result<Option<CodeRunResult>, ContractError> {
-        validate_bindings(&self.bindings)?;
-        if self.is_cancelled() {
-            return Ok(Some(limits.ledger().settle(Outcome::Failed(CodeRunFailure::cancelled()))));
-        }
-        Ok(None)
     }
 }

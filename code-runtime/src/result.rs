@@ -1,5 +1,6 @@
 //! What a run produced: [`CodeRunResult`], its [`CodeRunFailure`], the six [`FailureKind`]s, and
-//! the catalogue of exact failure messages every provider uses.
+//! the catalogue of exact failure messages every provider uses (crate-private: a provider reaches
+//! them only through [`provider::Ending`](crate::provider::Ending) and the output ledger).
 
 use std::fmt;
 
@@ -9,7 +10,10 @@ use crate::json::{self, JsonValue};
 
 /// The outcome of one run: what the program printed, and either what it returned or why it failed.
 ///
-/// Invariants, upheld by the constructors and checked when deserializing:
+/// Built only by the output ledger ([`provider::OutputLedger::settle`](crate::provider::OutputLedger::settle))
+/// or by deserializing, so every result a provider hands out has passed the output budget.
+///
+/// Invariants, upheld by the ledger and checked when deserializing:
 ///
 /// - `value` and `error` never coexist;
 /// - `value` is absent when the program returned nothing (`undefined` / `None`); a returned `null`
@@ -34,15 +38,13 @@ pub struct CodeRunResult {
 
 impl CodeRunResult {
     /// A run that completed, with its logs and its value (`None` when it returned nothing).
-    ///
-    /// Providers build results through [`OutputLedger::settle`](crate::OutputLedger::settle),
-    /// which also enforces the output budget and losslessness; this constructor checks neither.
-    pub fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
+    /// Checks nothing: the ledger has.
+    pub(crate) fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
         Self { logs, value, error: None }
     }
 
     /// A run that failed.
-    pub fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
+    pub(crate) fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
         Self { logs, value: None, error: Some(error) }
     }
 
@@ -136,52 +138,58 @@ impl Drop for CodeRunResult {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CodeRunFailure {
-    /// Which of the six outcomes this is.
-    pub kind: FailureKind,
-    /// The diagnostic, e.g. the exception's stack or `compute budget exhausted (100ms busy)`.
-    pub message: String,
+    kind: FailureKind,
+    message: String,
 }
 
 impl CodeRunFailure {
-    /// A failure of `kind` with `message`.
-    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+    /// Which of the six kinds this is.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// The diagnostic, e.g. the exception's stack or `compute budget exhausted (100ms busy)`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self { kind, message: message.into() }
     }
 
+    pub(crate) fn with_message(self, message: String) -> Self {
+        Self { message, ..self }
+    }
+
     /// The program threw; `message` is the rendered exception (stack, message or `String(value)`).
-    pub fn exception(message: impl Into<String>) -> Self {
+    pub(crate) fn exception(message: impl Into<String>) -> Self {
         Self::new(FailureKind::Exception, message)
     }
 
-    /// The program threw something that could not be rendered as a string.
-    pub fn unrenderable_exception() -> Self {
-        Self::exception("program threw an unrenderable value")
-    }
-
     /// The compute budget (CPU time actually used by the program) ran out.
-    pub fn compute_budget_exhausted(compute_ms: u64) -> Self {
+    pub(crate) fn compute_budget_exhausted(compute_ms: u64) -> Self {
         Self::new(FailureKind::Timeout, format!("compute budget exhausted ({compute_ms}ms busy)"))
     }
 
-    /// The wall-clock ceiling was reached.
-    pub fn wall_clock_reached(max_wall_ms: u64) -> Self {
+    /// The wall clock ran out.
+    pub(crate) fn wall_clock_reached(max_wall_ms: u64) -> Self {
         Self::new(FailureKind::Timeout, format!("wall-clock ceiling reached ({max_wall_ms}ms)"))
     }
 
     /// The request's cancellation token fired, before or during the run.
     ///
     /// A `CancellationToken` carries no reason, so the message is always `cancelled`.
-    pub fn cancelled() -> Self {
+    pub(crate) fn cancelled() -> Self {
         Self::new(FailureKind::Abort, "cancelled")
     }
 
     /// The provider was disposed while the run was in flight.
-    pub fn runtime_disposed() -> Self {
+    pub(crate) fn runtime_disposed() -> Self {
         Self::new(FailureKind::Abort, "runtime disposed")
     }
 
     /// The substrate exited with `code` before the program settled.
-    pub fn worker_exited(code: impl fmt::Display) -> Self {
+    pub(crate) fn worker_exited(code: impl fmt::Display) -> Self {
         Self::new(
             FailureKind::WorkerExit,
             format!("worker exited with code {code} before completing"),
@@ -190,18 +198,18 @@ impl CodeRunFailure {
 
     /// The substrate failed before the program settled (out of memory, spawn failure, protocol
     /// violation); `detail` says how.
-    pub fn worker_error(detail: impl fmt::Display) -> Self {
+    pub(crate) fn worker_error(detail: impl fmt::Display) -> Self {
         Self::new(FailureKind::WorkerExit, format!("worker error: {detail}"))
     }
 
     /// The program's completion value was not lossless JSON.
-    pub fn invalid_output() -> Self {
+    pub(crate) fn invalid_output() -> Self {
         Self::new(FailureKind::InvalidOutput, "program completion must be lossless JSON")
     }
 
     /// The logs plus the value or diagnostic did not fit `max_output_bytes` (the full message; the
     /// ledger may return only a prefix of it when the budget is tiny).
-    pub fn output_limit(max_output_bytes: usize) -> Self {
+    pub(crate) fn output_limit(max_output_bytes: usize) -> Self {
         Self::new(
             FailureKind::OutputLimit,
             format!("outer output exceeded {max_output_bytes} bytes"),

@@ -3,14 +3,24 @@
 use async_trait::async_trait;
 
 use crate::error::ContractError;
+use crate::limits::Limits;
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
 
-/// A service that runs one program at a time per call, in isolation, against host bindings.
+/// A service that runs one program per call, in isolation, against host bindings.
 ///
 /// Object-safe (through `async-trait`), so hosts hold an `Arc<dyn CodeRuntime>` and consumers never
 /// name a provider. Many runs may be in flight on one runtime at once; each gets a fresh substrate
-/// (an isolate or a child process) that is gone by the time its run resolves.
+/// (an isolate or a child process) that is gone by the time its run resolves. A provider admits a
+/// bounded number of runs at a time and queues the rest.
+///
+/// # Executors
+///
+/// `run` needs no particular executor: the providers of this workspace keep their timers, sockets
+/// and child processes on a reactor thread of their own, so `run` works inside any tokio runtime
+/// (with or without its time and IO drivers) and under `futures::executor::block_on`. The binding
+/// closures are polled by the `run` future itself, in the caller's context; when that context has
+/// no tokio runtime, they are polled inside the provider's, so tokio timers and IO work in them.
 #[async_trait]
 pub trait CodeRuntime: Send + Sync {
     /// The source language `run` expects, lowercase: `"typescript"` or `"python"`. A consumer that
@@ -22,21 +32,29 @@ pub trait CodeRuntime: Send + Sync {
     /// a security claim.
     fn isolation(&self) -> &str;
 
+    /// The budgets of every run; a request may tighten them
+    /// ([`CodeRunRequest::limits`]), never loosen them.
+    fn limits(&self) -> &Limits;
+
     /// Runs one program to its end and reports what it printed and returned, or why it failed.
     ///
     /// Everything a program does, including failing to parse, throwing, exhausting a budget, being
     /// cancelled or killing its substrate, resolves as `Ok` with
-    /// [`CodeRunResult::error`] set.
+    /// [`CodeRunResult::error`] set. The wall clock starts when `run` is called, so time spent
+    /// waiting for a free slot counts; a queued run still obeys cancellation and disposal.
     ///
     /// # Errors
     ///
-    /// Only contract misuse: an invalid binding declaration (checked before the cancellation
-    /// token), or a call after [`dispose`](CodeRuntime::dispose).
+    /// Only contract misuse: a call after [`dispose`](CodeRuntime::dispose), an invalid binding
+    /// declaration, or a per-request limit above the provider's (checked in that order, before the
+    /// cancellation token).
     ///
     /// # Cancel safety
     ///
     /// Dropping the future stops the program and tears its substrate down (the isolate thread is
-    /// joined, the child process killed and reaped) without blocking the dropping thread on it.
+    /// joined, the child process killed and reaped) on the provider's reactor, without blocking the
+    /// dropping thread; binding calls in flight are dropped with it. [`dispose`](CodeRuntime::dispose)
+    /// waits for that teardown.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError>;
 
     /// Disposes the runtime: in-flight runs resolve as `abort` (`runtime disposed`), later calls of

@@ -36,9 +36,53 @@ pub const RESERVED_BINDING_GLOBALS: [&str; 5] =
     ["console", PROGRAM_WRAPPER_NAME, "__builtins__", "__name__", "__debug__"];
 
 /// Names an error class's `member_name_property` may not take: they collide with standard members
-/// of a JavaScript `Error` or a Python `Exception`.
-pub const RESERVED_ERROR_MEMBERS: [&str; 6] =
-    ["name", "message", "stack", "args", "with_traceback", "add_note"];
+/// of a JavaScript `Error` or a Python `Exception`, or with `data`, the member every rejection
+/// carries its structured data in.
+pub const RESERVED_ERROR_MEMBERS: [&str; 7] =
+    ["name", "message", "stack", "args", "with_traceback", "add_note", "data"];
+
+/// Globals a program needs, which a namespace or an error class would hide (DESIGN.md §9 item 9):
+/// the global object's own properties in a fresh V8 context (ECMAScript and the runtime's
+/// `setTimeout` / `clearTimeout`), and Python's public builtins (3.9 to 3.13). Tests in each
+/// provider check that every global its programs start with is listed here.
+#[rustfmt::skip]
+pub const SHADOWED_GLOBALS: [&str; 211] = [
+    // ECMAScript globals of a fresh V8 context, and the runtime's timers.
+    "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt",
+    "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "Date", "DisposableStack", "Error",
+    "EvalError", "FinalizationRegistry", "Float16Array", "Float32Array", "Float64Array", "Function",
+    "Infinity", "Int16Array", "Int32Array", "Int8Array", "Intl", "Iterator", "JSON", "Map", "Math",
+    "NaN", "Number", "Object", "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect",
+    "RegExp", "Set", "SharedArrayBuffer", "String", "SuppressedError", "Symbol", "SyntaxError",
+    "Temporal", "TypeError", "URIError", "Uint16Array", "Uint32Array", "Uint8Array",
+    "Uint8ClampedArray", "WeakMap", "WeakRef", "WeakSet", "WebAssembly", "decodeURI",
+    "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "globalThis", "isFinite",
+    "isNaN", "parseFloat", "parseInt", "undefined", "unescape", "setTimeout", "clearTimeout",
+    // Python builtins (3.9 to 3.13); keywords and `eval`/`type` are reserved words already.
+    "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+    "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+    "ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+    "DeprecationWarning", "EOFError", "Ellipsis", "EncodingWarning", "EnvironmentError",
+    "Exception", "ExceptionGroup", "FileExistsError", "FileNotFoundError", "FloatingPointError",
+    "FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning", "IndentationError",
+    "IndexError", "InterruptedError", "IsADirectoryError", "KeyError", "KeyboardInterrupt",
+    "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+    "NotImplemented", "NotImplementedError", "OSError", "OverflowError",
+    "PendingDeprecationWarning", "PermissionError", "ProcessLookupError", "PythonFinalizationError",
+    "RecursionError", "ResourceWarning", "RuntimeError", "RuntimeWarning", "StopAsyncIteration",
+    "StopIteration", "SyntaxWarning", "SystemError", "SystemExit", "TabError", "TimeoutError",
+    "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "UnicodeError",
+    "UnicodeTranslateError", "UnicodeWarning", "UserWarning", "ValueError", "Warning",
+    "ZeroDivisionError", "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool",
+    "breakpoint", "bytearray", "bytes", "callable", "chr", "classmethod", "compile", "complex",
+    "copyright", "credits", "delattr", "dict", "dir", "divmod", "enumerate", "exec", "exit",
+    "filter", "float", "format", "frozenset", "getattr", "globals", "hasattr", "hash", "help",
+    "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "license", "list",
+    "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord", "pow",
+    "print", "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice",
+    "sorted", "staticmethod", "str", "sum", "tuple", "vars", "zip", "__import__",
+    "__build_class__",
+];
 
 /// Whether `name` is a portable identifier: `[A-Za-z_][A-Za-z0-9_]*`, ASCII only, no `$`.
 ///
@@ -69,9 +113,9 @@ pub fn is_dunder_member(name: &str) -> bool {
 /// request with several problems gets).
 ///
 /// Pass 1 checks every namespace `global` in request order: usable identifier, not reserved, not a
-/// duplicate. Pass 2 then checks every error class in request order: usable identifier, not
-/// reserved, not equal to any namespace global or earlier class name, and a usable
-/// `member_name_property`. Function names are deliberately not checked: any string (`""`,
+/// global the program needs ([`SHADOWED_GLOBALS`]), not a duplicate. Pass 2 then checks every error
+/// class in request order: usable identifier, not reserved, not shadowing, not equal to any
+/// namespace global or earlier class name, and a usable `member_name_property`. Function names are deliberately not checked: any string (`""`,
 /// `"my-tool"`, `"__proto__"`) is an ordinary member name.
 ///
 /// # Errors
@@ -87,6 +131,9 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
         if RESERVED_BINDING_GLOBALS.contains(&global) {
             return Err(ContractError::ReservedGlobal { name: global.to_owned() });
         }
+        if SHADOWED_GLOBALS.contains(&global) {
+            return Err(ContractError::ShadowedGlobal { name: global.to_owned() });
+        }
         if !globals.insert(global) {
             return Err(ContractError::DuplicateGlobal { global: global.to_owned() });
         }
@@ -99,6 +146,9 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
         }
         if RESERVED_BINDING_GLOBALS.contains(&name) {
             return Err(ContractError::ReservedGlobal { name: name.to_owned() });
+        }
+        if SHADOWED_GLOBALS.contains(&name) {
+            return Err(ContractError::ShadowedGlobal { name: name.to_owned() });
         }
         if globals.contains(name) || !class_names.insert(name) {
             return Err(ContractError::DuplicateInjectedGlobal { name: name.to_owned() });

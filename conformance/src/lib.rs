@@ -8,7 +8,8 @@
 //! {"bindings": {"namespaces": [...]}, "limits": {"maxOutputBytes": 64}, "expect": "..."}
 //! ```
 //!
-//! `bindings` is the command line's bindings-file format (CLI.md), `limits` its limits-file format.
+//! `bindings` is the command line's bindings-file format (CLI.md), `limits` its limits-file format;
+//! both are read by `code-runtime-fixtures`, as the command line reads them.
 //! A case that exists in both languages (same suite, same name) is a parity case: both providers must
 //! produce the same logs, value and error kind, and the same message unless the kind is `exception`
 //! (a stack trace and a traceback are spelled differently).
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{CodeRunRequest, CodeRunResult, CodeRuntime, FailureKind, Limits};
-use code_runtime_cli::bindings_file::{self, Recorder};
+use code_runtime_fixtures::{CallRecord, LimitsFile, Recorder, bindings_from_json};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 
@@ -38,13 +39,13 @@ pub struct Case {
     pub path: PathBuf,
 }
 
-/// How one case ended.
+/// What one case did.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct CaseRun {
     /// The run's result, or the contract error's message.
     pub result: Result<CodeRunResult, String>,
-    /// Every binding call, as the command line's `--record` writes it (timings removed).
-    pub calls: Vec<String>,
+    /// Every binding call, in the order they settled.
+    pub calls: Vec<CallRecord>,
 }
 
 /// The cases directory of this repository.
@@ -79,18 +80,22 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// Runs one case on a fresh provider of its language, configured by its sidecar.
-pub async fn run(case: &Case) -> Outcome {
+pub async fn run(case: &Case) -> CaseRun {
     let sidecar = case.path.with_extension("json");
-    let sidecar = match std::fs::read_to_string(&sidecar) {
-        Ok(text) => {
-            json::parse(&text).unwrap_or_else(|error| panic!("{}: {error}", sidecar.display()))
-        }
-        Err(_) => JsonValue::Object(Default::default()),
+    let sidecar = if sidecar.exists() {
+        code_runtime_fixtures::read_document(&sidecar).unwrap_or_else(|error| panic!("{error}"))
+    } else {
+        JsonValue::Object(Default::default())
     };
-    let limits = limits(sidecar.get("limits"));
-    let recorder = Recorder::new(true);
+    let limits = match sidecar.get("limits") {
+        Some(document) => LimitsFile::from_json(document, &case.name)
+            .unwrap_or_else(|error| panic!("{error}"))
+            .apply(Limits::default()),
+        None => Limits::default(),
+    };
+    let recorder = Recorder::keeping();
     let bindings = match sidecar.get("bindings") {
-        Some(document) => bindings_file::from_json(document, &case.name, &recorder)
+        Some(document) => bindings_from_json(document, &case.name, &recorder)
             .unwrap_or_else(|error| panic!("{error}")),
         None => Vec::new(),
     };
@@ -108,43 +113,41 @@ pub async fn run(case: &Case) -> Outcome {
         ),
     };
     let program = std::fs::read_to_string(&case.path).expect("readable case");
-    let result = runtime
-        .run(CodeRunRequest { program, bindings, signal: None })
-        .await
-        .map_err(|error| error.to_string());
+    let request = CodeRunRequest { program, bindings, ..CodeRunRequest::default() };
+    let result = runtime.run(request).await.map_err(|error| error.to_string());
     runtime.dispose().await;
-    let calls = recorder
-        .lines()
-        .into_iter()
-        .map(|line| line.split(",\"startedMs\"").next().unwrap_or_default().to_owned() + "}")
-        .collect();
-    Outcome { result, calls }
+    CaseRun { result, calls: recorder.take_records() }
 }
 
-fn limits(document: Option<&JsonValue>) -> Limits {
-    let mut limits = Limits::default();
-    for (key, value) in document.and_then(JsonValue::as_object).into_iter().flatten() {
-        let number = value.as_u64().unwrap_or_else(|| panic!("limit {key} must be an integer"));
-        match key.as_str() {
-            "timeoutMs" => limits.max_wall_ms = number,
-            "computeMs" => limits.compute_ms = number,
-            "memoryMb" => limits.max_memory_mb = number,
-            "maxOutputBytes" => limits.max_output_bytes = number,
-            other => panic!("unknown limit {other}"),
-        }
+/// A call as the report shows it: `--record`'s fields without the timings.
+fn call_line(call: &CallRecord) -> String {
+    let mut line = format!(
+        "{{\"namespace\":{},\"function\":{},\"args\":{},",
+        json::quote(&call.namespace),
+        json::quote(&call.function),
+        json::encode(&call.args)
+    );
+    match &call.outcome {
+        Ok(value) => line.push_str(&format!("\"ok\":{}}}", json::encode(value))),
+        Err((message, None)) => line.push_str(&format!("\"error\":{}}}", json::quote(message))),
+        Err((message, Some(data))) => line.push_str(&format!(
+            "\"error\":{},\"data\":{}}}",
+            json::quote(message),
+            json::encode(data)
+        )),
     }
-    limits
+    line
 }
 
-/// The stable Markdown report of an outcome.
-pub fn report(case: &Case, outcome: &Outcome) -> String {
+/// The stable Markdown report of a case's run.
+pub fn report(case: &Case, outcome: &CaseRun) -> String {
     let mut out = format!("# {}/{} ({})\n\n## Outcome\n\n", case.suite, case.name, case.language);
     match &outcome.result {
         Err(misuse) => out.push_str(&format!("misuse\n\n## Error\n\n{misuse}\n")),
         Ok(result) => {
             match result.error() {
                 None => out.push_str("completed\n"),
-                Some(error) => out.push_str(&format!("failed: {}\n", error.kind)),
+                Some(error) => out.push_str(&format!("failed: {}\n", error.kind())),
             }
             if let Some(value) = result.value() {
                 out.push_str(&format!("\n## Value\n\n```json\n{}\n```\n", json::encode(value)));
@@ -156,13 +159,13 @@ pub fn report(case: &Case, outcome: &Outcome) -> String {
                 }
             }
             if let Some(error) = result.error() {
-                out.push_str(&format!("\n## Error\n\n```text\n{}\n```\n", error.message));
+                out.push_str(&format!("\n## Error\n\n```text\n{}\n```\n", error.message()));
             }
         }
     }
     if !outcome.calls.is_empty() {
         // Sorted: concurrent calls complete in an order no case should depend on.
-        let mut calls = outcome.calls.clone();
+        let mut calls: Vec<String> = outcome.calls.iter().map(call_line).collect();
         calls.sort();
         out.push_str("\n## Binding calls (sorted)\n\n");
         for call in &calls {
@@ -173,8 +176,8 @@ pub fn report(case: &Case, outcome: &Outcome) -> String {
 }
 
 /// Whether `outcome` is what `suite` promises; `Err` says why not.
-pub fn check_expectation(suite: &str, outcome: &Outcome) -> Result<(), String> {
-    let kind = outcome.result.as_ref().ok().map(|result| result.error().map(|error| error.kind));
+pub fn check_expectation(suite: &str, outcome: &CaseRun) -> Result<(), String> {
+    let kind = outcome.result.as_ref().ok().map(|result| result.error().map(|error| error.kind()));
     match (suite, kind) {
         ("ok", Some(None)) => Ok(()),
         ("throws", Some(Some(FailureKind::Exception))) => Ok(()),
@@ -195,13 +198,13 @@ pub fn check_expectation(suite: &str, outcome: &Outcome) -> Result<(), String> {
 
 /// What two languages must agree on: logs, value, error kind, and the message unless the kind is
 /// `exception`.
-pub fn parity_view(outcome: &Outcome) -> String {
+pub fn parity_view(outcome: &CaseRun) -> String {
     match &outcome.result {
         Err(misuse) => format!("misuse: {misuse}"),
         Ok(result) => {
-            let error = result.error().map(|error| match error.kind {
+            let error = result.error().map(|error| match error.kind() {
                 FailureKind::Exception => "exception".to_owned(),
-                kind => format!("{kind}: {}", error.message),
+                kind => format!("{kind}: {}", error.message()),
             });
             format!(
                 "logs {:?}\nvalue {:?}\nerror {:?}",

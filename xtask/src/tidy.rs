@@ -2,21 +2,30 @@
 //!
 //! - every Rust file starts with a `//!` comment saying what it is for;
 //! - every crate opts into the workspace lints;
-//! - no module is named `utils` (module names are nouns for the things in them).
+//! - no module is named `utils` (module names are nouns for the things in them);
+//! - no function in a provider crate's sources is longer than 80 lines (a function that needs a
+//!   scroll bar is two functions).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::toolchain::project_root;
 
-const CRATES: [&str; 6] = [
+const CRATES: [&str; 7] = [
     "code-runtime",
     "code-runtime-worker-thread",
     "code-runtime-python",
+    "code-runtime-fixtures",
     "code-runtime-cli",
     "xtask",
     "conformance",
 ];
+
+/// The crates whose functions must stay short: the providers.
+const PROVIDERS: [&str; 2] = ["code-runtime-worker-thread", "code-runtime-python"];
+
+/// The longest function a provider may have, in lines, signature and closing brace included.
+const MAX_FUNCTION_LINES: usize = 80;
 
 pub(crate) fn run() -> Result<(), String> {
     let root = project_root();
@@ -38,6 +47,13 @@ pub(crate) fn run() -> Result<(), String> {
             }
             if file.file_stem().is_some_and(|stem| stem == "utils") {
                 problems.push(format!("{shown}: name modules after what they hold, not `utils`"));
+            }
+            if PROVIDERS.contains(&krate) && file.starts_with(dir.join("src")) {
+                for (line, name, length) in long_functions(&text) {
+                    problems.push(format!(
+                        "{shown}:{line}: fn {name} is {length} lines (at most {MAX_FUNCTION_LINES})"
+                    ));
+                }
             }
         }
     }
@@ -64,4 +80,48 @@ fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<(
         }
     }
     Ok(())
+}
+
+/// Functions longer than [`MAX_FUNCTION_LINES`]: `(first line, name, length)`. A function starts
+/// at a line whose first word after the visibility and qualifiers is `fn`, and ends at the first
+/// line after it that closes a brace at the same indentation.
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let qualifiers = ["pub", "pub(crate)", "async", "unsafe", "const", "extern", "\"C\""];
+        let Some(position) = words.iter().position(|word| !qualifiers.contains(word)) else {
+            continue;
+        };
+        if words[position] != "fn" || line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = words
+            .get(position + 1)
+            .map(|word| word.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+            .unwrap_or_default();
+        let closing = " ".repeat(indent) + "}";
+        let end = lines[index..].iter().position(|line| line.trim_end() == closing);
+        if let Some(length) = end.map(|offset| offset + 1) {
+            if length > MAX_FUNCTION_LINES {
+                found.push((index + 1, name, length));
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_functions_are_found() {
+        let body = "    x += 1;\n".repeat(85);
+        let text = format!(
+            "//! A file.\n\npub(crate) fn short() {{\n    1\n}}\n\nasync fn long() {{\n{body}}}\n\nimpl X {{\n    fn inner() {{\n{body}    }}\n}}\n"
+        );
+        let found = super::long_functions(&text);
+        assert_eq!(found, vec![(7, "long".to_owned(), 87), (96, "inner".to_owned(), 87)]);
+    }
 }

@@ -137,12 +137,12 @@ fn invalid_bindings_are_misuse() {
     );
     check_misuse(
         &run(&["run", "examples/research.ts", "--bindings", &shape]),
-        "expected one of echo, reply, reject, command",
+        "expected exactly one of echo (true), reply, reject, command",
     );
     let junk = scratch.write("junk.json", "{not json");
     check_misuse(
         &run(&["run", "examples/research.ts", "--bindings", &junk]),
-        "is not lossless JSON",
+        "junk.json: invalid JSON at byte 1",
     );
 }
 
@@ -243,4 +243,38 @@ fn help_documents_every_flag() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
+}
+
+#[test]
+fn files_are_read_bounded_and_strictly() {
+    let scratch = Scratch::new("strict");
+    let twice = scratch.write("twice.json", r#"{"timeoutMs": 5, "timeoutMs": 6}"#);
+    check_misuse(&run(&["run", "examples/research.ts", "--limits", &twice]), "appears twice");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--bindings", "/dev/zero"]),
+        "/dev/zero is not a regular file",
+    );
+    check_misuse(&run(&["run", "/dev/zero", "--language", "python"]), "not a regular file");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--record", "/nonexistent/dir/calls.jsonl"]),
+        "cannot write /nonexistent/dir/calls.jsonl",
+    );
+}
+
+#[test]
+fn an_internal_failure_exits_3_with_one_line() {
+    // The record file opens (it is a device) but every write to it fails.
+    let output = run(&[
+        "run",
+        "examples/research.ts",
+        "--bindings",
+        "examples/research.bindings.json",
+        "--record",
+        "/dev/full",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.starts_with("code-runtime: cannot write /dev/full"), "{message}");
+    assert!(stdout(&output).contains("\"value\""), "the result is not lost");
 }

@@ -3,6 +3,7 @@
 
 mod budgets;
 mod contract;
+mod host_api;
 mod hostile;
 mod protocol;
 
@@ -12,7 +13,7 @@ use code_runtime::{
     BindingError, CodeBindingNamespace, CodeRunRequest, CodeRunResult, CodeRuntime, JsonValue,
     Limits, binding,
 };
-use code_runtime_python::{PythonCodeRuntime, PythonConfig};
+use code_runtime_python::{ProbeCache, PythonCodeRuntime, PythonConfig, PythonError};
 
 /// A multi-thread runtime shared by the tests: runs are independent, and the child-reaping
 /// machinery of tokio lives as long as the process.
@@ -39,7 +40,7 @@ fn tools() -> CodeBindingNamespace {
 }
 
 fn echo() -> code_runtime::BindingFunction {
-    binding(|args| async move { Ok(args) })
+    binding(|args| async move { Ok(args.into()) })
 }
 
 fn reject(message: &'static str) -> code_runtime::BindingFunction {
@@ -127,4 +128,9 @@ fn lock_is_held(path: &str) -> bool {
     // SAFETY: flock on a descriptor we own.
     let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     locked != 0
+}
+
+/// The kind (as spelled on the wire) and message of a failed run.
+fn failure(result: &CodeRunResult) -> Option<(&'static str, String)> {
+    result.error().map(|error| (error.kind().as_str(), error.message().to_owned()))
 }

@@ -1,16 +1,16 @@
-//! docs/python-frame-protocol.md is kept true here: its transcript is replayed against the real
-//! bootstrap, frame by frame.
+//! docs/python-frame-protocol.md is kept true here: its transcript is what a real run through the
+//! provider (its spawn path, its containment, its bootstrap) puts on the wire, as the provider
+//! reports it on the `code_runtime_python::wire` tracing target.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
+use std::sync::{Arc, Mutex};
 
+use code_runtime::{BindingError, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::frame::{self, ChildFrame};
-use code_runtime_python::{BOOTSTRAP, PROTOCOL_FD};
+use serde_json::json;
+use tracing::field::{Field, Visit};
 
 /// The transcript block of the protocol document: `host> ` and `child> ` lines.
-fn transcript() -> Vec<(String, String)> {
+fn transcript() -> Vec<String> {
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/python-frame-protocol.md"
@@ -19,71 +19,104 @@ fn transcript() -> Vec<(String, String)> {
     let start = doc.find("```transcript\n").expect("the document has a transcript block")
         + "```transcript\n".len();
     let end = start + doc[start..].find("```").unwrap();
-    doc[start..end]
-        .lines()
-        .filter(|line| !line.is_empty())
-        .map(|line| {
-            let (who, frame) = line.split_once("> ").expect("`host> ` or `child> `");
-            (who.to_owned(), frame.to_owned())
-        })
-        .collect()
+    doc[start..end].lines().filter(|line| !line.is_empty()).map(str::to_owned).collect()
+}
+
+/// Collects the wire events of the runs made while it is the thread's subscriber.
+#[derive(Default)]
+struct Wire(Mutex<Vec<String>>);
+
+impl tracing::Subscriber for Wire {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == "code_runtime_python::wire"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        #[derive(Default)]
+        struct Line {
+            direction: String,
+            frame: Option<String>,
+            prelude: bool,
+        }
+        impl Visit for Line {
+            fn record_str(&mut self, field: &Field, value: &str) {
+                if field.name() == "direction" {
+                    self.direction = value.to_owned();
+                }
+            }
+            fn record_u64(&mut self, field: &Field, _: u64) {
+                self.prelude |= field.name() == "prelude_bytes";
+            }
+            fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "frame" {
+                    self.frame = Some(format!("{value:?}"));
+                }
+            }
+        }
+        let mut line = Line::default();
+        event.record(&mut line);
+        let text = match (line.frame, line.prelude) {
+            (Some(frame), _) => frame,
+            (None, true) => "(prelude)".to_owned(),
+            (None, false) => return,
+        };
+        self.0.lock().unwrap().push(format!("{}> {text}", line.direction));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 #[test]
-fn c173_c174_the_documented_transcript_is_what_the_bootstrap_does() {
-    assert_eq!(PROTOCOL_FD, 3);
-    let (host, child) = UnixStream::pair().unwrap();
-    let child_fd = child.as_raw_fd();
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a bare bootstrap, outside the provider, to check the wire"
-    )]
-    let mut command = std::process::Command::new(crate::default_runtime().executable());
-    command.args(["-I", "-S", "-B", "-X", "utf8", "-c", BOOTSTRAP]).env_clear();
-    // SAFETY: dup2 is async-signal-safe.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::dup2(child_fd, 3) == -1 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        });
-    }
-    let mut process = command.spawn().unwrap();
-    drop(child);
-    let mut reader = BufReader::new(host.try_clone().unwrap());
-    let mut writer = host;
-    let transcript = transcript();
-    // The host's lines are what the provider's own frame builders write.
-    let tools = crate::tools().function("echo", crate::echo());
-    let hosts: Vec<&str> = transcript
-        .iter()
-        .filter(|(who, _)| who == "host")
-        .map(|(_, frame)| frame.as_str())
-        .collect();
-    assert_eq!(hosts[0], frame::boot(&[tools], 65_536, 1_179_648));
+fn c173_c174_the_documented_transcript_is_what_a_run_puts_on_the_wire() {
     let program = "print(\"hello\")\nr = await tools.echo({\"n\": 2**60})\ntry:\n    await tools.echo(None)\nexcept ToolCallError as e:\n    print(e.toolName, e)\nreturn r";
-    assert_eq!(hosts[1], frame::run(program));
-    assert_eq!(hosts[2], frame::reply_ok(&1.into(), &serde_json::json!({"n": 1u64 << 60})));
-    assert_eq!(hosts[3], frame::reply_error(&2.into(), "denied"));
-    for (who, frame) in transcript {
-        if who == "host" {
-            writer.write_all(frame.as_bytes()).unwrap();
-            writer.write_all(b"\n").unwrap();
-        } else {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            assert_eq!(
-                line.trim_end_matches('\n'),
-                frame,
-                "the bootstrap's frame differs from the document"
-            );
-            assert!(
-                ChildFrame::parse(frame.as_bytes()).is_some(),
-                "the host refuses a documented frame: {frame}"
-            );
+    let calls = Arc::new(Mutex::new(0));
+    let echo = binding(move |args| {
+        let calls = calls.clone();
+        async move {
+            let mut calls = calls.lock().unwrap();
+            *calls += 1;
+            if *calls == 1 { Ok(args.into()) } else { Err(BindingError::new("denied")) }
         }
+    });
+    let tools = crate::tools().function("echo", echo);
+    let runtime =
+        crate::runtime(code_runtime::Limits { max_output_bytes: 65_536, ..Default::default() });
+    let wire = Arc::new(Wire::default());
+    // The host loop runs on this thread (no executor of its own), so this thread's subscriber
+    // sees every frame.
+    let result = tracing::subscriber::with_default(wire.clone(), || {
+        futures::executor::block_on(
+            runtime.run(CodeRunRequest::new(program).binding(tools.clone())),
+        )
+    })
+    .unwrap();
+    assert_eq!(
+        result.to_json(),
+        r#"{"logs":["hello","echo denied"],"value":{"n":1152921504606847000}}"#
+    );
+    let recorded = wire.0.lock().unwrap().clone();
+    assert_eq!(recorded, transcript(), "the document's transcript differs from the wire");
+
+    // The host's lines are what the frame builders write, and the host accepts every child line.
+    let documented = transcript();
+    assert_eq!(documented[0], "host> (prelude)");
+    assert_eq!(documented[1], format!("host> {}", frame::boot(&[tools], 65_536, 1_179_648)));
+    assert_eq!(documented[3], format!("host> {}", frame::run(program)));
+    assert!(
+        documented.contains(&format!("host> {}", frame::reply_ok(1, &json!({"n": 1u64 << 60}))))
+    );
+    assert!(
+        documented
+            .contains(&format!("host> {}", frame::reply_error(2, &BindingError::new("denied"))))
+    );
+    for line in documented.iter().filter_map(|line| line.strip_prefix("child> ")) {
+        assert!(
+            ChildFrame::parse(line.as_bytes()).is_some(),
+            "the host refuses a documented frame: {line}"
+        );
     }
-    assert!(process.wait().unwrap().success());
 }

@@ -50,7 +50,7 @@ fn c087_impostor_objects_do_not_cross() {
         (
             binding(move |args| {
                 seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                async move { Ok(args) }
+                async move { Ok(args.into()) }
             }),
             count,
         )
@@ -76,7 +76,7 @@ fn prepare_stack_trace_games_stay_in_the_program() {
     let program = "(Error as any).prepareStackTrace = () => { throw new Error('gotcha') };\nthrow new Error('real');";
     let result = run(program, vec![]);
     assert_eq!(
-        result.error().map(|e| e.kind),
+        result.error().map(|e| e.kind()),
         Some(FailureKind::Exception),
         "{}",
         result.to_json()
@@ -93,9 +93,9 @@ fn atomics_wait_and_hot_loops_obey_the_budgets() {
             "const a = new Int32Array(new SharedArrayBuffer(4)); Atomics.wait(a, 0, 0); return 1",
         ),
     );
-    assert_eq!(wait.error().map(|e| e.kind), Some(FailureKind::Timeout), "{}", wait.to_json());
+    assert_eq!(wait.error().map(|e| e.kind()), Some(FailureKind::Timeout), "{}", wait.to_json());
     let spin = run_on(&runtime, CodeRunRequest::new("while (true) {}"));
-    assert_eq!(spin.error().map(|e| e.kind), Some(FailureKind::Timeout), "{}", spin.to_json());
+    assert_eq!(spin.error().map(|e| e.kind()), Some(FailureKind::Timeout), "{}", spin.to_json());
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod budgets;
 mod contract;
+mod host_api;
 mod hostile;
 
 use std::sync::OnceLock;
@@ -36,7 +37,7 @@ fn tools() -> CodeBindingNamespace {
 }
 
 fn echo() -> BindingFunction {
-    binding(|args| async move { Ok(args) })
+    binding(|args| async move { Ok(args.into()) })
 }
 
 fn reject(message: &'static str) -> BindingFunction {
@@ -59,4 +60,9 @@ fn run(program: &str, bindings: Vec<CodeBindingNamespace>) -> CodeRunResult {
 fn value(result: &CodeRunResult) -> &JsonValue {
     assert!(result.is_ok(), "run failed: {}", result.to_json());
     result.value().expect("a value")
+}
+
+/// The kind (as spelled on the wire) and message of a failed run.
+fn failure(result: &CodeRunResult) -> Option<(&'static str, String)> {
+    result.error().map(|error| (error.kind().as_str(), error.message().to_owned()))
 }

@@ -1,139 +1,98 @@
-//! [`Context`]: registration, lookup and disposal to quiescence (REFERENCE.md C004, C005, C031).
+//! [`Context`]: one provider per language, lookup, and disposal to quiescence (REFERENCE.md
+//! C004, C005, C031).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, Context, ContractError, Limits, Outcome,
-    async_trait,
-};
-use tokio::sync::Notify;
+use code_runtime::provider::{Ending, Event, RunGate};
+use code_runtime::{CodeRunRequest, CodeRuntime, Context, ContextError, ContractError, Limits};
 
-/// A provider whose only substrate is a gate: `dispose` returns once the test opens it. It counts
-/// its disposals and refuses runs afterwards, as every provider must.
-#[derive(Default)]
-struct Gated {
-    gate: Notify,
-    disposals: AtomicUsize,
-}
-
-#[async_trait]
-impl CodeRuntime for Gated {
-    fn language(&self) -> &str {
-        "test"
-    }
-
-    fn isolation(&self) -> &str {
-        "none"
-    }
-
-    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        if self.disposals.load(Ordering::SeqCst) > 0 {
-            return Err(ContractError::Disposed);
-        }
-        let limits = Limits::default();
-        if let Some(settled) = request.preflight(&limits)? {
-            return Ok(settled);
-        }
-        Ok(limits.ledger().settle(Outcome::Completed(None)))
-    }
-
-    async fn dispose(&self) {
-        self.disposals.fetch_add(1, Ordering::SeqCst);
-        self.gate.notified().await;
-    }
-}
+use crate::fake::FakeProvider;
 
 fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().build().unwrap()
 }
 
 #[test]
-fn c005_one_provider_per_context() {
+fn c005_one_provider_per_language() {
     let context = Context::new();
-    assert_eq!(context.code_runtime().err(), Some(ContractError::NotRegistered));
-    context.provide_code_runtime(Arc::new(Gated::default())).unwrap();
-    let error = context.provide_code_runtime(Arc::new(Gated::default())).unwrap_err();
-    assert_eq!(error, ContractError::AlreadyRegistered);
-    assert!(error.to_string().contains("registered"), "{error}");
-    let runtime = context.code_runtime().unwrap();
-    assert_eq!((runtime.language(), runtime.isolation()), ("test", "none"));
-    assert_eq!(format!("{context:?}"), r#"Context { code_runtime: "test (none)", .. }"#);
+    assert_eq!(
+        context.code_runtime("typescript").err(),
+        Some(ContextError::NotRegistered { language: "typescript".into() })
+    );
+    let (typescript, _) = FakeProvider::new("typescript", Limits::default(), 1);
+    let (python, _) = FakeProvider::new("python", Limits::default(), 1);
+    context.provide_code_runtime(typescript).unwrap();
+    context.provide_code_runtime(python).unwrap();
+    let (again, _) = FakeProvider::new("python", Limits::default(), 1);
+    let error = context.provide_code_runtime(again).unwrap_err();
+    assert_eq!(error, ContextError::AlreadyRegistered { language: "python".into() });
+    assert_eq!(
+        error.to_string(),
+        r#"code-runtime: a "python" code runtime is already registered in this context"#
+    );
+    assert_eq!(context.languages(), ["python", "typescript"]);
+    let runtime = context.code_runtime("python").unwrap();
+    assert_eq!((runtime.language(), runtime.isolation()), ("python", "script"));
+    assert_eq!(
+        format!("{context:?}"),
+        r#"Context { code_runtimes: ["python (script)", "typescript (script)"], .. }"#
+    );
 }
 
 #[test]
-fn c004_disposal_removes_the_service() {
+fn c004_c031_disposal_removes_and_disposes_every_provider() {
     current_thread().block_on(async {
-        let provider = Arc::new(Gated::default());
+        let (typescript, _) = FakeProvider::new("typescript", Limits::default(), 1);
+        let (python, _) = FakeProvider::new("python", Limits::default(), 1);
         let context = Context::new();
-        context.provide_code_runtime(provider.clone()).unwrap();
-        let held = context.code_runtime().unwrap();
+        context.provide_code_runtime(typescript.clone()).unwrap();
+        context.provide_code_runtime(python.clone()).unwrap();
+        let held = context.code_runtime("typescript").unwrap();
 
-        provider.gate.notify_one();
         context.dispose().await;
-        assert_eq!(provider.disposals.load(Ordering::SeqCst), 1);
-        assert_eq!(context.code_runtime().err(), Some(ContractError::ContextDisposed));
-        assert_eq!(
-            context.provide_code_runtime(Arc::new(Gated::default())).err(),
-            Some(ContractError::ContextDisposed)
-        );
+        assert_eq!(context.code_runtime("typescript").err(), Some(ContextError::Disposed));
+        assert!(context.languages().is_empty());
+        let (late, _) = FakeProvider::new("python", Limits::default(), 1);
+        assert_eq!(context.provide_code_runtime(late).err(), Some(ContextError::Disposed));
 
         // C031: a handle obtained earlier is disposed too; `run` is misuse now.
         let error = held.run(CodeRunRequest::new("return 1")).await.unwrap_err();
-        assert!(error.to_string().contains("after disposal"), "{error}");
-
-        context.dispose().await;
-        assert_eq!(provider.disposals.load(Ordering::SeqCst), 1, "disposal is idempotent");
-    });
-}
-
-#[test]
-fn concurrent_disposals_all_wait_for_quiescence() {
-    current_thread().block_on(async {
-        let provider = Arc::new(Gated::default());
-        let context = Arc::new(Context::new());
-        context.provide_code_runtime(provider.clone()).unwrap();
-        let first = tokio::spawn({
-            let context = context.clone();
-            async move { context.dispose().await }
-        });
-        let second = tokio::spawn({
-            let context = context.clone();
-            async move { context.dispose().await }
-        });
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        assert!(
-            !first.is_finished() && !second.is_finished(),
-            "the provider has not reached quiescence"
-        );
+        assert_eq!(error, ContractError::Disposed);
+        assert_eq!(error.to_string(), "code-runtime: run() after disposal");
         assert_eq!(
-            context.code_runtime().err(),
-            Some(ContractError::ContextDisposed),
-            "gone at first poll"
+            python.run(CodeRunRequest::new("return 1")).await.err(),
+            Some(ContractError::Disposed)
         );
-
-        provider.gate.notify_one();
-        first.await.unwrap();
-        second.await.unwrap();
-        assert_eq!(provider.disposals.load(Ordering::SeqCst), 1);
+        context.dispose().await; // Idempotent.
     });
 }
 
 #[test]
-fn a_provider_is_usable_as_a_trait_object() {
-    current_thread().block_on(async {
-        let runtime: Arc<dyn CodeRuntime> = Arc::new(Gated::default());
-        let result = runtime.run(CodeRunRequest::new("return")).await.unwrap();
-        assert_eq!(result.to_json(), r#"{"logs":[]}"#);
+fn disposal_waits_for_the_runs_of_every_provider() {
+    let tokio =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    tokio.block_on(async {
+        let (typescript, mut scripts) = FakeProvider::new("typescript", Limits::default(), 1);
+        let context = Arc::new(Context::new());
+        context.provide_code_runtime(typescript.clone()).unwrap();
+        let run = tokio::spawn(async move { typescript.run(CodeRunRequest::new("p")).await });
+        let script = scripts.recv().await.unwrap();
+        let disposing = tokio::spawn({
+            let context = context.clone();
+            async move { context.dispose().await }
+        });
+        let result = run.await.unwrap().unwrap();
+        assert_eq!(result.error().map(|error| error.message()), Some("runtime disposed"));
+        disposing.await.unwrap();
+        assert!(script.state.torn_down.load(std::sync::atomic::Ordering::SeqCst));
+        let _ = script.events.send(Event::Ended(Ending::Completed(None)));
     });
 }
 
 #[test]
 fn run_gate_waits_for_every_permit() {
     current_thread().block_on(async {
-        let gate = Arc::new(code_runtime::RunGate::new());
+        let gate = Arc::new(RunGate::new(4).unwrap());
         let permit = gate.enter().expect("open");
         assert!(!gate.disposed().is_cancelled());
         let disposing = tokio::spawn({
@@ -150,4 +109,12 @@ fn run_gate_waits_for_every_permit() {
         disposing.await.unwrap();
         gate.dispose().await; // Idempotent.
     });
+}
+
+#[test]
+fn a_gate_needs_at_least_one_slot() {
+    assert_eq!(
+        RunGate::new(0).unwrap_err().to_string(),
+        "code-runtime: config.max_concurrent_runs must be a positive number, got 0"
+    );
 }

@@ -443,3 +443,27 @@ fn exact_integer_spelling_for_python_peers() {
         "[1152921504606847000,-1152921504606847000,1e+21,1.5,18446744073709550000]"
     );
 }
+
+#[test]
+fn strict_parsing_refuses_a_repeated_key() {
+    use code_runtime::json::{ParseError, parse, parse_strict};
+    let text = r#"{"a": 1, "b": {"c": 2, "c": 3}}"#;
+    assert_eq!(parse(text).unwrap()["b"]["c"], 3, "JSON.parse keeps the last");
+    let error = parse_strict(text).unwrap_err();
+    assert!(matches!(&error, ParseError::DuplicateKey { key, .. } if key == "c"), "{error:?}");
+    assert_eq!(error.to_string(), r#"key "c" appears twice in one object (byte 29)"#);
+    assert!(parse_strict(r#"{"a": {"c": 1}, "b": {"c": 2}}"#).is_ok(), "one key per object");
+}
+
+#[test]
+fn a_deep_text_that_fails_late_is_dropped_without_recursion() {
+    // The finished deep member sits in an open container when the syntax error comes.
+    let text = format!("[{}{}, !", "[".repeat(200_000), "]".repeat(200_000));
+    let outcome = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || code_runtime::json::parse(&text).is_err())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(outcome);
+}

@@ -1,35 +1,32 @@
-//! The output ledger: REFERENCE.md §3.10 and the language-neutral cases of §5.6, played as a
-//! provider plays them (admit each log in order, then settle how the run ended).
+//! The output ledger: REFERENCE.md §3.10 and the language-neutral cases of §5.6, played as the
+//! host loop plays them (admit each log in order, then settle how the run ended).
 
 use code_runtime::json;
-use code_runtime::{
-    Admission, CancellationToken, CodeRunFailure, CodeRunRequest, CodeRunResult, FailureKind,
-    JsonValue, Limits, Outcome, OutputLedger,
-};
+use code_runtime::provider::{Admission, Ending, OutputLedger, StopReason};
+use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue, Limits};
 use serde_json::json;
 
-/// Admits `logs` in order (as a provider does, ignoring drops), then settles `outcome`.
-fn run(max: usize, logs: &[&str], outcome: Outcome) -> CodeRunResult {
+use crate::{failed, failure, ok};
+
+/// Admits `logs` in order (as the host loop does, ignoring drops), then settles `ending`.
+fn run(max: usize, logs: &[&str], ending: Ending) -> CodeRunResult {
     let mut ledger = OutputLedger::new(max);
     for log in logs {
         let _ = ledger.admit_log((*log).to_owned());
     }
-    ledger.settle(outcome)
+    ledger.settle(ending)
 }
 
-fn returned(value: JsonValue) -> Outcome {
-    Outcome::Completed(Some(value))
+fn returned(value: JsonValue) -> Ending {
+    Ending::Completed(Some(value))
 }
 
-fn ok(logs: &[&str], value: Option<JsonValue>) -> CodeRunResult {
-    CodeRunResult::completed(logs.iter().map(|log| (*log).to_owned()).collect(), value)
+fn threw(message: impl Into<String>) -> Ending {
+    Ending::Threw(message.into())
 }
 
-fn failed(logs: &[&str], kind: FailureKind, message: &str) -> CodeRunResult {
-    CodeRunResult::failed(
-        logs.iter().map(|log| (*log).to_owned()).collect(),
-        CodeRunFailure::new(kind, message),
-    )
+fn output_limit(max: usize) -> CodeRunFailure {
+    failure(FailureKind::OutputLimit, &format!("outer output exceeded {max} bytes"))
 }
 
 /// `bytes(JSON(logs)) + bytes(JSON(value or error.message))`, what REFERENCE.md calls the counted
@@ -38,41 +35,10 @@ fn counted(result: &CodeRunResult) -> usize {
     let logs = JsonValue::Array(result.logs().iter().map(|log| json!(log)).collect());
     let tail = match (result.value(), result.error()) {
         (Some(value), _) => json::encode(value).len(),
-        (None, Some(error)) => json::string_len(&error.message),
+        (None, Some(error)) => json::string_len(error.message()),
         (None, None) => 0,
     };
     json::encode(&logs).len() + tail
-}
-
-#[test]
-fn c003_pre_cancelled_request_settles_as_abort() {
-    let signal = CancellationToken::new();
-    signal.cancel();
-    let request = CodeRunRequest::new("return 1").signal(signal);
-    let settled = request.preflight(&Limits::default()).expect("valid bindings");
-    assert_eq!(settled, Some(failed(&[], FailureKind::Abort, "cancelled")));
-    assert_eq!(
-        settled.unwrap().to_json(),
-        r#"{"logs":[],"error":{"kind":"abort","message":"cancelled"}}"#
-    );
-}
-
-#[test]
-fn preflight_lets_a_live_request_proceed() {
-    let request = CodeRunRequest::new("return 1").signal(CancellationToken::new());
-    assert_eq!(request.preflight(&Limits::default()), Ok(None));
-}
-
-#[test]
-fn pre_cancelled_abort_goes_through_the_ledger() {
-    let signal = CancellationToken::new();
-    signal.cancel();
-    let request = CodeRunRequest::new("return 1").signal(signal);
-    let limits = Limits { max_output_bytes: 8, ..Limits::default() };
-    assert_eq!(
-        request.preflight(&limits).unwrap(),
-        Some(failed(&[], FailureKind::OutputLimit, "oute"))
-    );
 }
 
 #[test]
@@ -84,10 +50,7 @@ fn c060_runaway_logs() {
     expected.push("spa".to_owned());
     assert_eq!(result.logs(), expected);
     assert_eq!(result.value(), None);
-    assert_eq!(
-        result.error(),
-        Some(&CodeRunFailure::new(FailureKind::OutputLimit, "outer output exceeded 300 bytes"))
-    );
+    assert_eq!(result.error(), Some(&output_limit(300)));
     assert!(counted(&result) <= 300);
 }
 
@@ -125,7 +88,7 @@ fn c064_combined_ledger() {
 
 #[test]
 fn c065_exception_diagnostic_in_the_ledger() {
-    let threw = || Outcome::Failed(CodeRunFailure::exception("xy"));
+    let threw = || threw("xy");
     assert_eq!(run(11, &["abc"], threw()), failed(&["abc"], FailureKind::Exception, "xy"));
     let over = run(10, &["abc"], threw());
     assert_eq!(over, failed(&[], FailureKind::OutputLimit, "outer "));
@@ -135,7 +98,7 @@ fn c065_exception_diagnostic_in_the_ledger() {
 #[test]
 fn c066_giant_stack_never_crosses() {
     let stack = format!("Error: {}\n    at program:1:7", "x".repeat(1_000_000));
-    let result = run(64, &[], Outcome::Failed(CodeRunFailure::exception(stack)));
+    let result = run(64, &[], threw(stack));
     assert_eq!(result, failed(&[], FailureKind::OutputLimit, "outer output exceeded 64 bytes"));
 }
 
@@ -174,7 +137,7 @@ fn c069_c070_default_cap_boundary() {
 #[test]
 fn c073_output_limit_masks_a_timeout() {
     let result =
-        run(40, &[&"x".repeat(20)], Outcome::Failed(CodeRunFailure::wall_clock_reached(300)));
+        run(40, &[&"x".repeat(20)], Ending::Stopped(StopReason::WallClock { max_wall_ms: 300 }));
     assert_eq!(
         result,
         failed(&["xxxx"], FailureKind::OutputLimit, "outer output exceeded 40 bytes")
@@ -216,7 +179,7 @@ fn invalid_completion_is_invalid_output() {
         failed(&["before"], FailureKind::InvalidOutput, "program completion must be lossless JSON")
     );
     let inexact = run(1_000, &[], returned(json!(9_007_199_254_740_993u64)));
-    assert_eq!(inexact.error().map(|e| e.kind), Some(FailureKind::InvalidOutput));
+    assert_eq!(inexact.error().map(|e| e.kind()), Some(FailureKind::InvalidOutput));
 }
 
 #[test]
@@ -225,14 +188,14 @@ fn invalid_output_whose_diagnostic_does_not_fit_is_output_limit() {
     let result = run(43, &[], returned(json!(-0.0)));
     assert_eq!(result, failed(&[], FailureKind::OutputLimit, "outer output exceeded 43 bytes"));
     assert_eq!(
-        run(44, &[], returned(json!(-0.0))).error().map(|e| e.kind),
+        run(44, &[], returned(json!(-0.0))).error().map(|e| e.kind()),
         Some(FailureKind::InvalidOutput)
     );
 }
 
 #[test]
 fn nothing_returned_has_no_value_and_null_is_a_value() {
-    assert_eq!(run(100, &["a"], Outcome::Completed(None)).to_json(), r#"{"logs":["a"]}"#);
+    assert_eq!(run(100, &["a"], Ending::Completed(None)).to_json(), r#"{"logs":["a"]}"#);
     assert_eq!(
         run(100, &["a"], returned(JsonValue::Null)).to_json(),
         r#"{"logs":["a"],"value":null}"#
@@ -260,7 +223,7 @@ fn substrate_signalled_overflow_uses_the_admitted_logs() {
     let _ = ledger.admit_log("kept".to_owned());
     ledger.exceed();
     assert_eq!(ledger.admit_log("dropped".to_owned()), Admission::Exceeded);
-    let result = ledger.settle(Outcome::Failed(CodeRunFailure::exception("boom")));
+    let result = ledger.settle(threw("boom"));
     assert_eq!(
         result,
         failed(&["kept"], FailureKind::OutputLimit, "outer output exceeded 100 bytes")
@@ -286,12 +249,12 @@ fn every_cap_bounds_every_result() {
     let logs = ["alpha", "βeta \"quoted\"", "😀😀😀", "line\nbreak", &"z".repeat(40)];
     let endings = || {
         [
-            Outcome::Completed(None),
+            Ending::Completed(None),
             returned(json!({"k": [1, "two", null]})),
             returned(json!("€".repeat(30))),
-            Outcome::Failed(CodeRunFailure::exception("Error: boom\n    at program:3:9")),
-            Outcome::Failed(CodeRunFailure::compute_budget_exhausted(100)),
-            Outcome::Failed(CodeRunFailure::cancelled()),
+            threw("Error: boom\n    at program:3:9"),
+            Ending::Stopped(StopReason::Compute { compute_ms: 100 }),
+            Ending::Stopped(StopReason::Cancelled),
         ]
     };
     for max in 4..=160 {
@@ -299,9 +262,10 @@ fn every_cap_bounds_every_result() {
             for ending in endings() {
                 let result = run(max, &logs[..count], ending);
                 assert!(counted(&result) <= max, "max {max}, {count} logs: {}", result.to_json());
-                if let Some(error) = result.error().filter(|e| e.kind == FailureKind::OutputLimit) {
+                if let Some(error) = result.error().filter(|e| e.kind() == FailureKind::OutputLimit)
+                {
                     assert!(
-                        format!("outer output exceeded {max} bytes").starts_with(&error.message)
+                        format!("outer output exceeded {max} bytes").starts_with(error.message())
                     );
                     assert_eq!(result.value(), None);
                 }
@@ -323,7 +287,7 @@ fn with_remaining(max: usize, remaining: usize) -> OutputLedger {
 #[test]
 fn c112_value_larger_than_what_remains() {
     let result = with_remaining(64, 10).settle(returned(json!("x".repeat(50))));
-    assert_eq!(result.error(), Some(&CodeRunFailure::output_limit(64)));
+    assert_eq!(result.error(), Some(&output_limit(64)));
     assert!(counted(&result) <= 64);
 }
 
@@ -331,24 +295,27 @@ fn c112_value_larger_than_what_remains() {
 fn c113_value_exactly_what_remains() {
     assert_eq!(with_remaining(64, 5).settle(returned(json!("€"))).value(), Some(&json!("€")));
     let over = with_remaining(64, 4).settle(returned(json!("€")));
-    assert_eq!(over.error(), Some(&CodeRunFailure::output_limit(64)));
+    assert_eq!(over.error(), Some(&output_limit(64)));
 }
 
 #[test]
 fn c115_invalid_output_diagnostic_needs_its_42_bytes() {
     let result = with_remaining(64, 4).settle(returned(json!([-0.0])));
-    assert_eq!(result.error(), Some(&CodeRunFailure::output_limit(64)));
+    assert_eq!(result.error(), Some(&output_limit(64)));
     let fits = with_remaining(64, 42).settle(returned(json!([-0.0])));
-    assert_eq!(fits.error(), Some(&CodeRunFailure::invalid_output()));
+    assert_eq!(
+        fits.error(),
+        Some(&failure(FailureKind::InvalidOutput, "program completion must be lossless JSON"))
+    );
 }
 
 #[test]
 fn c116_thrown_message_against_what_remains() {
-    let fits = with_remaining(64, 6).settle(Outcome::Failed(CodeRunFailure::exception("boom")));
-    assert_eq!(fits.error(), Some(&CodeRunFailure::exception("boom")));
+    let fits = with_remaining(64, 6).settle(threw("boom"));
+    assert_eq!(fits.error(), Some(&failure(FailureKind::Exception, "boom")));
     assert_eq!(fits.logs(), ["a".repeat(54)]);
-    let over = with_remaining(64, 5).settle(Outcome::Failed(CodeRunFailure::exception("boom")));
-    assert_eq!(over.error(), Some(&CodeRunFailure::output_limit(64)));
+    let over = with_remaining(64, 5).settle(threw("boom"));
+    assert_eq!(over.error(), Some(&output_limit(64)));
     assert!(counted(&over) <= 64);
 }
 
@@ -361,24 +328,62 @@ fn c124_cap_4_log_then_null() {
 #[test]
 fn c127_million_character_throws_at_cap_64() {
     for message in ["x".repeat(1_000_000), format!("Error: {}", "x".repeat(1_000_000))] {
-        let result = run(64, &[], Outcome::Failed(CodeRunFailure::exception(message)));
+        let result = run(64, &[], threw(message));
         assert_eq!(result, failed(&[], FailureKind::OutputLimit, "outer output exceeded 64 bytes"));
     }
 }
 
 #[test]
-fn c053_cap_applies_before_any_substrate() {
-    // A token carries no reason, so the diagnostic is always `cancelled` (11 bytes as JSON); at a
-    // cap too small for it, the pre-cancelled request settles as the output-limit.
-    let signal = CancellationToken::new();
-    signal.cancel();
-    let request = CodeRunRequest::new("return 1").signal(signal);
-    let limits = Limits { max_output_bytes: 12, ..Limits::default() };
-    let settled = request.preflight(&limits).unwrap().expect("settled without a substrate");
-    assert_eq!(settled, failed(&[], FailureKind::OutputLimit, "outer ou"));
-    let limits = Limits { max_output_bytes: 13, ..Limits::default() };
+fn a_stop_for_output_is_the_limit_result() {
+    let mut ledger = OutputLedger::new(100);
+    let _ = ledger.admit_log("kept".to_owned());
+    let result = ledger.settle(Ending::Stopped(StopReason::OutputExceeded));
     assert_eq!(
-        request.preflight(&limits).unwrap(),
-        Some(failed(&[], FailureKind::Abort, "cancelled"))
+        result,
+        failed(&["kept"], FailureKind::OutputLimit, "outer output exceeded 100 bytes")
     );
+}
+
+#[test]
+fn every_ending_has_its_catalogued_failure() {
+    let cases = [
+        (Ending::Threw("boom".into()), FailureKind::Exception, "boom"),
+        (
+            Ending::InvalidOutput,
+            FailureKind::InvalidOutput,
+            "program completion must be lossless JSON",
+        ),
+        (Ending::Stopped(StopReason::Cancelled), FailureKind::Abort, "cancelled"),
+        (Ending::Stopped(StopReason::Disposed), FailureKind::Abort, "runtime disposed"),
+        (
+            Ending::Stopped(StopReason::WallClock { max_wall_ms: 300 }),
+            FailureKind::Timeout,
+            "wall-clock ceiling reached (300ms)",
+        ),
+        (
+            Ending::Stopped(StopReason::Compute { compute_ms: 100 }),
+            FailureKind::Timeout,
+            "compute budget exhausted (100ms busy)",
+        ),
+        (
+            Ending::Stopped(StopReason::OutOfMemory { max_memory_mb: 64 }),
+            FailureKind::WorkerExit,
+            "worker error: out of memory: the program exceeded its 64 MB memory budget",
+        ),
+        (
+            Ending::Exited(Some(3)),
+            FailureKind::WorkerExit,
+            "worker exited with code 3 before completing",
+        ),
+        (
+            Ending::Exited(None),
+            FailureKind::WorkerExit,
+            "worker exited with code unknown before completing",
+        ),
+        (Ending::Failed("spawn".into()), FailureKind::WorkerExit, "worker error: spawn"),
+    ];
+    for (ending, kind, message) in cases {
+        let result = OutputLedger::new(10_000).settle(ending);
+        assert_eq!(result.error(), Some(&failure(kind, message)));
+    }
 }

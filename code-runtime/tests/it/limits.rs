@@ -1,6 +1,7 @@
 //! Provider budgets: defaults and validation (REFERENCE.md §5.3, shared by both providers).
 
-use code_runtime::{Limits, OutputLedger};
+use code_runtime::provider::OutputLedger;
+use code_runtime::{ContractError, Limits, RunLimits};
 
 #[track_caller]
 fn check_invalid(limits: Limits, expected: &str) {
@@ -71,4 +72,49 @@ fn c034_output_cap_of_at_least_4() {
 fn the_first_invalid_field_is_reported() {
     let limits = Limits { compute_ms: 0, max_wall_ms: 0, max_output_bytes: 1, max_memory_mb: 0 };
     assert_eq!(limits.validate().unwrap_err().key(), "compute_ms");
+}
+
+#[test]
+fn a_request_tightens_the_provider_limits() {
+    let provider = Limits { compute_ms: 1_000, max_wall_ms: 5_000, ..Limits::default() };
+    let tightened = provider
+        .tighten(&RunLimits {
+            compute_ms: Some(10),
+            max_output_bytes: Some(64),
+            ..RunLimits::default()
+        })
+        .unwrap();
+    assert_eq!(
+        tightened,
+        Limits { compute_ms: 10, max_output_bytes: 64, ..provider },
+        "unset limits stay the provider's"
+    );
+    assert_eq!(provider.tighten(&RunLimits::default()), Ok(provider));
+    assert_eq!(
+        provider.tighten(&RunLimits { max_wall_ms: Some(5_000), ..RunLimits::default() }),
+        Ok(provider)
+    );
+}
+
+#[test]
+fn a_request_never_loosens_the_provider_limits() {
+    let provider = Limits { compute_ms: 1_000, ..Limits::default() };
+    let error = provider
+        .tighten(&RunLimits { compute_ms: Some(1_001), ..RunLimits::default() })
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ContractError::InvalidRunLimit { key: "compute_ms", value: 1_001, provider: 1_000 }
+    );
+    assert_eq!(
+        error.to_string(),
+        "code-runtime: request limit compute_ms must be between 1 and the provider's 1000, got 1001"
+    );
+    for limits in [
+        RunLimits { max_wall_ms: Some(0), ..RunLimits::default() },
+        RunLimits { max_memory_mb: Some(513), ..RunLimits::default() },
+        RunLimits { max_output_bytes: Some(3), ..RunLimits::default() },
+    ] {
+        assert!(provider.tighten(&limits).is_err(), "{limits:?}");
+    }
 }

@@ -1,14 +1,18 @@
 //! Integration tests of the `code-runtime` crate, one binary with a module per concern. Tests named
 //! `cNNN_…` cover the numbered case of REFERENCE.md §5 (docs/conformance.md maps them).
 
+mod binding;
 mod context;
+mod fake;
+mod host;
 mod json;
 mod ledger;
 mod limits;
 mod result;
 mod validation;
 
-use code_runtime::JsonValue;
+use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue};
+use serde_json::json;
 
 /// `null` nested in `depth` arrays, built without recursion.
 fn nested_arrays(depth: usize) -> JsonValue {
@@ -17,4 +21,25 @@ fn nested_arrays(depth: usize) -> JsonValue {
         value = JsonValue::Array(vec![value]);
     }
     value
+}
+
+/// The result a completed run with `logs` and `value` must equal. Results have no public
+/// constructor (the ledger builds them), so expectations are read from their JSON form.
+fn ok(logs: &[&str], value: Option<JsonValue>) -> CodeRunResult {
+    let mut document = json!({ "logs": logs });
+    if let Some(value) = value {
+        document["value"] = value;
+    }
+    serde_json::from_value(document).expect("a valid result")
+}
+
+/// The result a failed run must equal.
+fn failed(logs: &[&str], kind: FailureKind, message: &str) -> CodeRunResult {
+    serde_json::from_value(json!({ "logs": logs, "error": { "kind": kind, "message": message } }))
+        .expect("a valid result")
+}
+
+/// A failure of `kind` with `message`.
+fn failure(kind: FailureKind, message: &str) -> CodeRunFailure {
+    serde_json::from_value(json!({ "kind": kind, "message": message })).expect("a valid failure")
 }

@@ -1,9 +1,10 @@
 //! The result vocabulary and its JSON shape (REFERENCE.md §1.5).
 
-use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue};
+use code_runtime::provider::{Ending, OutputLedger, StopReason};
+use code_runtime::{CodeRunResult, FailureKind, JsonValue};
 use serde_json::json;
 
-use crate::nested_arrays;
+use crate::{failed, failure, nested_arrays, ok};
 
 #[test]
 fn failure_kinds_serialize_as_the_six_strings() {
@@ -28,17 +29,17 @@ fn failure_kinds_serialize_as_the_six_strings() {
 
 #[test]
 fn value_key_is_absent_when_there_is_none() {
-    let nothing = CodeRunResult::completed(vec!["a".into()], None);
+    let nothing = ok(&["a"], None);
     assert_eq!(serde_json::to_string(&nothing).unwrap(), r#"{"logs":["a"]}"#);
     assert_eq!(nothing.to_json(), r#"{"logs":["a"]}"#);
-    let null = CodeRunResult::completed(vec![], Some(JsonValue::Null));
+    let null = ok(&[], Some(JsonValue::Null));
     assert_eq!(serde_json::to_string(&null).unwrap(), r#"{"logs":[],"value":null}"#);
     assert_eq!(null.to_json(), r#"{"logs":[],"value":null}"#);
 }
 
 #[test]
 fn failure_shape() {
-    let result = CodeRunResult::failed(vec![], CodeRunFailure::worker_exited(1));
+    let result = OutputLedger::new(1_000).settle(Ending::Exited(Some(1)));
     let expected = r#"{"logs":[],"error":{"kind":"worker-exit","message":"worker exited with code 1 before completing"}}"#;
     assert_eq!(serde_json::to_string(&result).unwrap(), expected);
     assert_eq!(result.to_json(), expected);
@@ -78,63 +79,24 @@ fn deserializing_rejects_value_and_error_together() {
 }
 
 #[test]
-fn message_catalogue() {
-    let cases = [
-        (
-            CodeRunFailure::compute_budget_exhausted(100),
-            FailureKind::Timeout,
-            "compute budget exhausted (100ms busy)",
-        ),
-        (
-            CodeRunFailure::wall_clock_reached(2_000),
-            FailureKind::Timeout,
-            "wall-clock ceiling reached (2000ms)",
-        ),
-        (CodeRunFailure::cancelled(), FailureKind::Abort, "cancelled"),
-        (CodeRunFailure::runtime_disposed(), FailureKind::Abort, "runtime disposed"),
-        (
-            CodeRunFailure::worker_exited(137),
-            FailureKind::WorkerExit,
-            "worker exited with code 137 before completing",
-        ),
-        (
-            CodeRunFailure::worker_error("out of memory"),
-            FailureKind::WorkerExit,
-            "worker error: out of memory",
-        ),
-        (
-            CodeRunFailure::invalid_output(),
-            FailureKind::InvalidOutput,
-            "program completion must be lossless JSON",
-        ),
-        (
-            CodeRunFailure::output_limit(64),
-            FailureKind::OutputLimit,
-            "outer output exceeded 64 bytes",
-        ),
-        (
-            CodeRunFailure::unrenderable_exception(),
-            FailureKind::Exception,
-            "program threw an unrenderable value",
-        ),
-    ];
-    for (failure, kind, message) in cases {
-        assert_eq!((failure.kind, failure.message.as_str()), (kind, message));
-    }
-    assert_eq!(CodeRunFailure::exception("boom").to_string(), "exception: boom");
+fn a_failure_displays_as_kind_and_message() {
+    assert_eq!(failure(FailureKind::Exception, "boom").to_string(), "exception: boom");
 }
 
 #[test]
 fn into_parts_separates_value_and_failure() {
-    let (logs, outcome) = CodeRunResult::completed(vec!["l".into()], Some(json!(3))).into_parts();
+    let (logs, outcome) = ok(&["l"], Some(json!(3))).into_parts();
     assert_eq!((logs, outcome), (vec!["l".to_owned()], Ok(Some(json!(3)))));
-    let (_, outcome) = CodeRunResult::failed(vec![], CodeRunFailure::cancelled()).into_parts();
-    assert_eq!(outcome, Err(CodeRunFailure::cancelled()));
+    let cancelled = OutputLedger::new(1_000).settle(Ending::Stopped(StopReason::Cancelled));
+    assert_eq!(cancelled, failed(&[], FailureKind::Abort, "cancelled"));
+    let (_, outcome) = cancelled.into_parts();
+    assert_eq!(outcome, Err(failure(FailureKind::Abort, "cancelled")));
 }
 
 #[test]
 fn deep_results_encode_and_drop_without_recursion() {
-    let result = CodeRunResult::completed(vec![], Some(nested_arrays(100_000)));
+    let result =
+        OutputLedger::new(usize::MAX).settle(Ending::Completed(Some(nested_arrays(100_000))));
     let encoded = result.to_json();
     assert_eq!(encoded.len(), r#"{"logs":[],"value":}"#.len() + 200_004);
     drop(result);

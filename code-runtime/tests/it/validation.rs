@@ -1,15 +1,15 @@
 //! Binding-declaration validation: REFERENCE.md §5.1 constants and §5.2 misuse cases.
 
-use code_runtime::{
-    CancellationToken, CodeBindingNamespace, CodeRunRequest, ContractError, Limits,
+use code_runtime::provider::{
     PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,
-    RESERVED_ERROR_MEMBERS, binding, is_dunder_member, validate_bindings,
+    RESERVED_ERROR_MEMBERS, SHADOWED_GLOBALS, is_dunder_member, validate_bindings,
 };
+use code_runtime::{CodeBindingNamespace, ContractError, binding};
 
 /// The namespace the reference tests and the Code Mode consumer use, `T{}` in REFERENCE.md §5.
 fn tools() -> CodeBindingNamespace {
     CodeBindingNamespace::new("tools")
-        .function("probe", binding(|args| async move { Ok(args) }))
+        .function("probe", binding(|args| async move { Ok(args.into_value()) }))
         .error_class("ToolCallError", "toolName")
 }
 
@@ -44,7 +44,7 @@ fn c006_reserved_binding_globals() {
 
 #[test]
 fn c007_reserved_error_members() {
-    for name in ["name", "message", "stack", "args", "with_traceback", "add_note"] {
+    for name in ["name", "message", "stack", "args", "with_traceback", "add_note", "data"] {
         assert!(RESERVED_ERROR_MEMBERS.contains(&name), "{name}");
     }
     assert!(!RESERVED_ERROR_MEMBERS.contains(&"code"));
@@ -279,29 +279,62 @@ fn c029_globals_are_checked_before_error_classes() {
 }
 
 #[test]
-fn c030_validation_precedes_the_abort_check() {
-    let signal = CancellationToken::new();
-    signal.cancel();
-    let request = CodeRunRequest { bindings: global("$tools"), ..CodeRunRequest::new("return 1") }
-        .signal(signal);
-    let error =
-        request.preflight(&Limits::default()).expect_err("misuse wins over the cancelled token");
-    assert!(matches!(error, ContractError::UnusableGlobal { .. }), "{error}");
-}
-
-#[test]
 fn function_names_are_not_validated() {
     let names =
         ["", "my-tool", "__proto__", "constructor", "hasOwnProperty", "toString", "with space"];
     let namespace = names.iter().fold(CodeBindingNamespace::new("tools"), |ns, name| {
-        ns.function(*name, binding(|args| async move { Ok(args) }))
+        ns.function(*name, binding(|args| async move { Ok(args.into()) }))
     });
     assert_eq!(validate_bindings(&[namespace]), Ok(()));
 }
 
 #[test]
-fn builtin_shadowing_names_are_accepted() {
-    for name in ["undefined", "Object", "Error", "print", "len"] {
-        assert_eq!(validate_bindings(&global(name)), Ok(()), "{name}");
+fn a_namespace_may_not_shadow_a_global_the_program_needs() {
+    // DESIGN.md §9 item 9: ECMAScript globals and Python builtins, for namespaces and classes.
+    for name in
+        ["print", "len", "Promise", "JSON", "Object", "setTimeout", "Error", "range", "__import__"]
+    {
+        assert!(SHADOWED_GLOBALS.contains(&name), "{name}");
+        check_rejected(
+            global(name),
+            "would shadow",
+            &format!(
+                r#"code-runtime: binding global "{name}" would shadow a global the program needs"#
+            ),
+        );
+        check_rejected(
+            error_class(name, "toolName"),
+            "would shadow",
+            &format!(
+                r#"code-runtime: binding global "{name}" would shadow a global the program needs"#
+            ),
+        );
     }
+    for name in ["tools", "github", "ToolCallError", "search", "math", "json_tools"] {
+        assert!(!SHADOWED_GLOBALS.contains(&name), "{name}");
+        assert_eq!(validate_bindings(&global(name)), Ok(()));
+    }
+}
+
+#[test]
+fn the_shadowed_globals_are_distinct_usable_identifiers() {
+    let mut seen = std::collections::HashSet::new();
+    for name in SHADOWED_GLOBALS {
+        assert!(seen.insert(name), "{name} listed twice");
+        assert!(!PORTABLE_RESERVED_WORDS.contains(&name), "{name} is a reserved word already");
+    }
+}
+
+#[test]
+fn shadowing_is_checked_after_reserved_names_and_before_duplicates() {
+    check_rejected(
+        vec![CodeBindingNamespace::new("print"), CodeBindingNamespace::new("print")],
+        "would shadow",
+        r#"code-runtime: binding global "print" would shadow a global the program needs"#,
+    );
+    check_rejected(
+        global("console"),
+        "reserved",
+        r#"code-runtime: reserved binding global "console""#,
+    );
 }

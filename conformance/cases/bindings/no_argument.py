@@ -1,4 +1,2 @@
-try:
-    await tools.echo()
-except ToolCallError as error:
-    return str(error)
+# A call with no argument passes JSON null (DESIGN.md §9 item 7).
+return [await tools.echo()]

@@ -1,5 +1,2 @@
-try {
-  await (tools.echo as any)();
-} catch (error) {
-  return error.message;
-}
+// A call with no argument passes JSON null (DESIGN.md §9 item 7).
+return [await (tools.echo as any)()];

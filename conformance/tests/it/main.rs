@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use conformance::{Outcome, cases, check_expectation, parity_view, report};
+use conformance::{CaseRun, cases, check_expectation, parity_view, report};
 
 #[test]
 fn every_case_on_both_providers() {
@@ -17,7 +17,7 @@ fn every_case_on_both_providers() {
         .collect();
     assert!(!cases.is_empty(), "no conformance case found");
     let mut failures = Vec::new();
-    let mut outcomes: BTreeMap<(String, String), Vec<(&'static str, Outcome)>> = BTreeMap::new();
+    let mut outcomes: BTreeMap<(String, String), Vec<(&'static str, CaseRun)>> = BTreeMap::new();
     for case in &cases {
         let outcome = tokio.block_on(conformance::run(case));
         let rendered = report(case, &outcome);

@@ -6,10 +6,12 @@
 //! at 2 bytes for the empty log array `[]`; each admitted entry costs its JSON string size plus one
 //! comma after the first.
 //!
-//! Both providers keep exactly one ledger per run and build every result through
-//! [`OutputLedger::settle`], so the two languages fail the same way at the same byte.
+//! Both providers keep exactly one ledger per run (the host loop does) and every result is built
+//! through [`OutputLedger::settle`], so the two languages fail the same way at the same byte.
+//! [`CodeRunResult`] has no other public constructor.
 
-use crate::json::{self, JsonValue};
+use crate::json;
+use crate::provider::{Ending, StopReason};
 use crate::result::{CodeRunFailure, CodeRunResult};
 
 /// The output budget of one run, and the logs admitted against it so far.
@@ -35,15 +37,6 @@ pub enum Admission {
     /// The budget is exceeded (by this entry or earlier): the provider should stop the program and
     /// [`settle`](OutputLedger::settle), which yields the `output-limit` result.
     Exceeded,
-}
-
-/// How a run ended, before the output budget is applied.
-#[derive(Debug)]
-pub enum Outcome {
-    /// The program completed, returning `Some(value)` or nothing.
-    Completed(Option<JsonValue>),
-    /// The program or its substrate failed.
-    Failed(CodeRunFailure),
 }
 
 impl OutputLedger {
@@ -112,7 +105,8 @@ impl OutputLedger {
 
     /// Builds the run's result from how it ended, applying the budget.
     ///
-    /// - an exceeded ledger yields the `output-limit` result whatever the outcome;
+    /// - an exceeded ledger, or [`StopReason::OutputExceeded`], yields the `output-limit` result
+    ///   whatever the ending;
     /// - a completion value must be lossless JSON (else `invalid-output`) and fit the remaining
     ///   budget;
     /// - a failure's message must fit the remaining budget as a JSON string.
@@ -120,18 +114,21 @@ impl OutputLedger {
     /// Whatever does not fit becomes the *limit result*: `output-limit` with the logs re-trimmed to
     /// leave room for `outer output exceeded <max> bytes` (only a prefix of it when the budget is
     /// below 32 bytes). The kind of the original failure is not kept (REFERENCE.md C073).
-    pub fn settle(self, outcome: Outcome) -> CodeRunResult {
+    pub fn settle(mut self, ending: Ending) -> CodeRunResult {
+        if matches!(ending, Ending::Stopped(StopReason::OutputExceeded)) {
+            self.exceed();
+        }
         let Self { max, used, logs, exceeded } = self;
         if let Some(overflow) = exceeded {
-            if let Outcome::Completed(Some(value)) = outcome {
+            if let Ending::Completed(Some(value)) = ending {
                 json::drop_value(value);
             }
             return limit_result(max, logs, overflow);
         }
         let room = max.saturating_sub(used);
-        match outcome {
-            Outcome::Completed(None) => CodeRunResult::completed(logs, None),
-            Outcome::Completed(Some(value)) => {
+        match ending.into_failure() {
+            Ok(None) => CodeRunResult::completed(logs, None),
+            Ok(Some(value)) => {
                 if json::validate(&value).is_err() {
                     json::drop_value(value);
                     return failure_within(max, room, logs, CodeRunFailure::invalid_output());
@@ -143,7 +140,7 @@ impl OutputLedger {
                     limit_result(max, logs, None)
                 }
             }
-            Outcome::Failed(failure) => failure_within(max, room, logs, failure),
+            Err(failure) => failure_within(max, room, logs, failure),
         }
     }
 }
@@ -154,7 +151,7 @@ fn failure_within(
     logs: Vec<String>,
     failure: CodeRunFailure,
 ) -> CodeRunResult {
-    if json::string_len(&failure.message) <= room {
+    if json::string_len(failure.message()) <= room {
         CodeRunResult::failed(logs, failure)
     } else {
         limit_result(max, logs, None)
@@ -167,7 +164,7 @@ fn limit_result(max: usize, mut logs: Vec<String>, overflow: Option<String>) -> 
     logs.extend(overflow);
     let full = CodeRunFailure::output_limit(max);
     // Reserve room for the whole diagnostic as a JSON string; the logs get what is left.
-    let log_budget = max.saturating_sub(json::string_len(&full.message));
+    let log_budget = max.saturating_sub(json::string_len(full.message()));
     let mut used = 2;
     let mut kept = 0;
     for entry in &mut logs {
@@ -189,6 +186,6 @@ fn limit_result(max: usize, mut logs: Vec<String>, overflow: Option<String>) -> 
         break;
     }
     logs.truncate(kept);
-    let message = json::truncate(&full.message, max.saturating_sub(used)).to_owned();
-    CodeRunResult::failed(logs, CodeRunFailure { message, ..full })
+    let message = json::truncate(full.message(), max.saturating_sub(used)).to_owned();
+    CodeRunResult::failed(logs, full.with_message(message))
 }

@@ -1,0 +1,201 @@
+//! The bindings file of the command line: namespaces whose functions are canned behaviours or
+//! external commands.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::{BindingArgs, BindingError, CodeBindingNamespace, binding};
+
+use crate::command::{DEFAULT_COMMAND_TIMEOUT, run_command};
+use crate::{FixtureError, Recorder, read_document};
+
+/// Reads a bindings file into namespaces whose calls `recorder` records.
+///
+/// # Errors
+///
+/// A [`FixtureError`] for an unreadable file or one that does not follow the format.
+pub fn load_bindings(
+    path: &Path,
+    recorder: &Recorder,
+) -> Result<Vec<CodeBindingNamespace>, FixtureError> {
+    bindings_from_json(&read_document(path)?, &path.display().to_string(), recorder)
+}
+
+/// Builds namespaces from a parsed bindings document; `origin` names it in errors.
+///
+/// ```json
+/// {"namespaces": [{"global": "tools",
+///                  "errorClass": {"name": "ToolCallError", "memberNameProperty": "toolName"},
+///                  "functions": {"search": {"echo": true, "delayMs": 5}}}]}
+/// ```
+///
+/// A behaviour is `{"echo": true}`, `{"reply": <json>}`, `{"reject": "<message>"}` (with an
+/// optional `"data": <json>` the program reads as `e.data`) or `{"command": ["prog", "arg"]}`
+/// (with an optional `"timeoutMs": N` for the whole exchange, default 30 000), each with an
+/// optional `"delayMs": N`.
+///
+/// # Errors
+///
+/// A [`FixtureError`] naming what does not follow the format; unknown keys are errors too.
+pub fn bindings_from_json(
+    document: &JsonValue,
+    origin: &str,
+    recorder: &Recorder,
+) -> Result<Vec<CodeBindingNamespace>, FixtureError> {
+    let invalid = |why: &str| FixtureError::new(format!("{origin}: {why}"));
+    let object = document.as_object().ok_or_else(|| invalid("expected {\"namespaces\": [...]}"))?;
+    if let Some(key) = object.keys().find(|key| *key != "namespaces") {
+        return Err(invalid(&format!("unknown key {}", json::quote(key))));
+    }
+    let namespaces = object
+        .get("namespaces")
+        .and_then(JsonValue::as_array)
+        .ok_or_else(|| invalid("expected {\"namespaces\": [...]}"))?;
+    namespaces
+        .iter()
+        .map(|declared| namespace(declared, recorder).map_err(|why| invalid(&why)))
+        .collect()
+}
+
+fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNamespace, String> {
+    let object = declared.as_object().ok_or("a namespace must be an object")?;
+    if let Some(key) =
+        object.keys().find(|key| !["global", "errorClass", "functions"].contains(&key.as_str()))
+    {
+        return Err(format!("unknown namespace key {}", json::quote(key)));
+    }
+    let global = object
+        .get("global")
+        .and_then(JsonValue::as_str)
+        .ok_or("a namespace needs a string \"global\"")?;
+    let mut namespace = CodeBindingNamespace::new(global);
+    if let Some(class) = object.get("errorClass") {
+        let field = |name: &str| class.get(name).and_then(JsonValue::as_str);
+        let (Some(name), Some(member)) = (field("name"), field("memberNameProperty")) else {
+            return Err(
+                "errorClass needs a string \"name\" and a string \"memberNameProperty\"".to_owned()
+            );
+        };
+        namespace = namespace.error_class(name, member);
+    }
+    let functions = object
+        .get("functions")
+        .and_then(JsonValue::as_object)
+        .ok_or("a namespace needs an object \"functions\"")?;
+    for (name, behaviour) in functions {
+        let behaviour = Behaviour::parse(behaviour)
+            .map_err(|why| format!("function {}: {why}", json::quote(name)))?;
+        let (recorder, global, function) = (recorder.clone(), global.to_owned(), name.clone());
+        namespace = namespace.function(
+            name.clone(),
+            binding(move |args| {
+                let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
+                let (global, function) = (global.clone(), function.clone());
+                async move {
+                    let started = Instant::now();
+                    let copy = recorder.copy(&args);
+                    let outcome = behaviour.call(args).await;
+                    if let Some(copy) = copy {
+                        recorder.record(&global, &function, copy, &outcome, started);
+                    }
+                    outcome
+                }
+            }),
+        );
+    }
+    Ok(namespace)
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Echo,
+    Reply(JsonValue),
+    Reject(String, Option<JsonValue>),
+    Command(Vec<String>, Duration),
+}
+
+#[derive(Clone, Debug)]
+struct Behaviour {
+    action: Action,
+    delay: Duration,
+}
+
+impl Behaviour {
+    fn parse(value: &JsonValue) -> Result<Self, String> {
+        let object = value.as_object().ok_or("expected an object such as {\"echo\": true}")?;
+        let delay = match object.get("delayMs") {
+            None => Duration::ZERO,
+            Some(ms) => {
+                Duration::from_millis(ms.as_u64().ok_or("delayMs must be a non-negative integer")?)
+            }
+        };
+        let action = match (
+            object.get("echo"),
+            object.get("reply"),
+            object.get("reject"),
+            object.get("command"),
+        ) {
+            (Some(JsonValue::Bool(true)), None, None, None) => Action::Echo,
+            (None, Some(reply), None, None) => Action::Reply(reply.clone()),
+            (None, None, Some(JsonValue::String(message)), None) => {
+                Action::Reject(message.clone(), object.get("data").cloned())
+            }
+            (None, None, Some(_), None) => return Err("reject must be a string".to_owned()),
+            (None, None, None, Some(command)) => {
+                let timeout = match object.get("timeoutMs") {
+                    None => DEFAULT_COMMAND_TIMEOUT,
+                    Some(ms) => Duration::from_millis(
+                        ms.as_u64()
+                            .filter(|ms| *ms > 0)
+                            .ok_or("timeoutMs must be a positive integer")?,
+                    ),
+                };
+                Action::Command(argv(command)?, timeout)
+            }
+            _ => {
+                return Err(
+                    "expected exactly one of echo (true), reply, reject, command".to_owned()
+                );
+            }
+        };
+        let allowed: &[&str] = match action {
+            Action::Reject(..) => &["reject", "data", "delayMs"],
+            Action::Echo => &["echo", "delayMs"],
+            Action::Reply(_) => &["reply", "delayMs"],
+            Action::Command(..) => &["command", "timeoutMs", "delayMs"],
+        };
+        if let Some(key) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
+            return Err(format!("unknown key {}", json::quote(key)));
+        }
+        Ok(Self { action, delay })
+    }
+
+    async fn call(&self, args: BindingArgs) -> Result<JsonValue, BindingError> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        match &self.action {
+            Action::Echo => Ok(args.into_value()),
+            // A copy without recursion: the reply may nest deeply.
+            Action::Reply(value) => Ok(json::parse(&json::encode(value))?),
+            Action::Reject(message, data) => Err(match data {
+                Some(data) => {
+                    BindingError::new(message.clone()).with_data(json::parse(&json::encode(data))?)
+                }
+                None => BindingError::new(message.clone()),
+            }),
+            Action::Command(argv, timeout) => run_command(argv, &args, *timeout).await,
+        }
+    }
+}
+
+fn argv(command: &JsonValue) -> Result<Vec<String>, String> {
+    let argv: Option<Vec<String>> = command
+        .as_array()
+        .and_then(|items| items.iter().map(|item| item.as_str().map(str::to_owned)).collect());
+    match argv {
+        Some(argv) if !argv.is_empty() => Ok(argv),
+        _ => Err("command must be a non-empty array of strings".to_owned()),
+    }
+}

@@ -1,0 +1,36 @@
+//! The file formats of the `code-runtime` command (../shared/design/CLI.md) and what a run's
+//! binding calls were, as a library: the command reads them, and the conformance suite reads the
+//! same files, so a case's bindings mean exactly what they mean on the command line.
+//!
+//! - [`load_bindings`]: a bindings file, namespaces whose functions are canned behaviours (`echo`,
+//!   `reply`, `reject`, optionally after `delayMs`) or external commands.
+//! - [`LimitsFile`]: a limits file, `timeoutMs`, `computeMs`, `memoryMb`, `maxOutputBytes`.
+//! - [`Recorder`] and [`CallRecord`]: every binding call of a run, structured, and written as the
+//!   command's `--record` lines.
+//! - [`read_document`] and [`read_text`]: files read with a size bound and parsed strictly (no
+//!   recursion, no key given twice), so a FIFO, `/dev/zero` or a typo is a clear error.
+//!
+//! Every error is a [`FixtureError`]: one line, naming the file.
+
+mod bindings_file;
+mod command;
+mod document;
+mod limits_file;
+mod recorder;
+
+pub use crate::bindings_file::{bindings_from_json, load_bindings};
+pub use crate::document::{MAX_DOCUMENT_BYTES, read_document, read_program, read_text};
+pub use crate::limits_file::LimitsFile;
+pub use crate::recorder::{CallRecord, Recorder};
+
+/// A file that cannot be used: unreadable, too large, not JSON, or not in the format. The
+/// message is one line and names the file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FixtureError(String);
+
+impl FixtureError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self(message.into().replace('\n', " "))
+    }
+}

@@ -1,0 +1,250 @@
+//! The command line's file formats and call record, and `command` bindings under abuse.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use code_runtime::{BindingArgs, CodeBindingNamespace, JsonValue, Limits};
+use code_runtime_fixtures::{LimitsFile, Recorder, bindings_from_json, read_document, read_text};
+use serde_json::json;
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir()
+            .join(format!("code-runtime-fixtures-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn namespaces(
+    document: JsonValue,
+    recorder: &Recorder,
+) -> Result<Vec<CodeBindingNamespace>, String> {
+    bindings_from_json(&document, "test.json", recorder).map_err(|error| error.to_string())
+}
+
+fn call(
+    namespace: &CodeBindingNamespace,
+    name: &str,
+    args: JsonValue,
+) -> Result<JsonValue, (String, Option<JsonValue>)> {
+    let function = namespace.functions[name].clone();
+    tokio()
+        .block_on(function.call(BindingArgs::new(args)))
+        .map_err(|error| (error.message().to_owned(), error.data().cloned()))
+}
+
+#[test]
+fn behaviours() {
+    let document = json!({"namespaces": [{"global": "tools", "functions": {
+        "echo": {"echo": true},
+        "reply": {"reply": {"a": [1]}},
+        "reject": {"reject": "denied", "data": {"status": 403}},
+        "slow": {"echo": true, "delayMs": 30},
+    }}]});
+    let tools = namespaces(document, &Recorder::off()).unwrap().remove(0);
+    assert_eq!(call(&tools, "echo", json!([1])), Ok(json!([1])));
+    assert_eq!(call(&tools, "reply", json!(null)), Ok(json!({"a": [1]})));
+    assert_eq!(
+        call(&tools, "reject", json!(null)),
+        Err(("denied".into(), Some(json!({"status": 403}))))
+    );
+    let start = Instant::now();
+    assert_eq!(call(&tools, "slow", json!(2)), Ok(json!(2)));
+    assert!(start.elapsed() >= Duration::from_millis(30));
+}
+
+#[test]
+fn the_format_is_checked_key_by_key() {
+    for (document, message) in [
+        (json!([]), "test.json: expected {\"namespaces\": [...]}"),
+        (json!({"namespaces": [], "extra": 1}), "test.json: unknown key \"extra\""),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {}, "typo": 1}]}),
+            "test.json: unknown namespace key \"typo\"",
+        ),
+        (
+            json!({"namespaces": [{"functions": {}}]}),
+            "test.json: a namespace needs a string \"global\"",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"teleport": true}}}]}),
+            "test.json: function \"f\": expected exactly one of echo (true), reply, reject, command",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "reply": 1}}}]}),
+            "test.json: function \"f\": expected exactly one of echo (true), reply, reject, command",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "data": 1}}}]}),
+            "test.json: function \"f\": unknown key \"data\"",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"command": []}}}]}),
+            "test.json: function \"f\": command must be a non-empty array of strings",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"command": ["x"], "timeoutMs": 0}}}]}),
+            "test.json: function \"f\": timeoutMs must be a positive integer",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "delayMs": -1}}}]}),
+            "test.json: function \"f\": delayMs must be a non-negative integer",
+        ),
+    ] {
+        assert_eq!(namespaces(document, &Recorder::off()).unwrap_err(), message);
+    }
+}
+
+#[test]
+fn files_are_read_bounded_and_strict() {
+    let scratch = Scratch::new("files");
+    let twice = scratch.write("twice.json", r#"{"namespaces": [], "namespaces": []}"#);
+    let error = read_document(&twice).unwrap_err().to_string();
+    assert!(error.ends_with("key \"namespaces\" appears twice in one object (byte 35)"), "{error}");
+    let error = read_text(std::path::Path::new("/dev/zero")).unwrap_err().to_string();
+    assert_eq!(error, "/dev/zero is not a regular file");
+    let fifo = scratch.0.join("fifo");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a path we own.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    assert_eq!(
+        read_text(&fifo).unwrap_err().to_string().split(" is ").nth(1),
+        Some("not a regular file")
+    );
+    let big = scratch.0.join("big");
+    std::fs::File::create(&big).unwrap().set_len(17 << 20).unwrap();
+    assert!(read_text(&big).unwrap_err().to_string().ends_with("is larger than 16 MiB"));
+    let directory = read_text(&scratch.0).unwrap_err().to_string();
+    assert!(
+        directory.contains("not a regular file") || directory.contains("cannot read"),
+        "{directory}"
+    );
+}
+
+#[test]
+fn limits_files() {
+    let file = LimitsFile::from_json(&json!({"timeoutMs": 5, "memoryMb": 64}), "l.json").unwrap();
+    let limits = file.apply(Limits::default());
+    assert_eq!((limits.max_wall_ms, limits.max_memory_mb, limits.compute_ms), (5, 64, 60_000));
+    assert_eq!(
+        LimitsFile::from_json(&json!({"heapMb": 1}), "l.json").unwrap_err().to_string(),
+        "l.json: unknown limit \"heapMb\" (timeoutMs, computeMs, memoryMb, maxOutputBytes)"
+    );
+    assert_eq!(
+        LimitsFile::from_json(&json!({"timeoutMs": -1}), "l.json").unwrap_err().to_string(),
+        "l.json: timeoutMs must be a non-negative integer"
+    );
+}
+
+#[test]
+fn the_recorder_keeps_and_writes_every_call() {
+    let scratch = Scratch::new("record");
+    let path = scratch.0.join("calls.jsonl");
+    let recorder = Recorder::writing(std::fs::File::create(&path).unwrap());
+    let document = json!({"namespaces": [{"global": "tools", "functions": {
+        "echo": {"echo": true}, "reject": {"reject": "no", "data": {"why": 1}}}}]});
+    let tools = namespaces(document, &recorder).unwrap().remove(0);
+    let _ = call(&tools, "echo", json!({"q": "x"}));
+    let _ = call(&tools, "reject", json!(null));
+    let records = recorder.take_records();
+    assert_eq!(records.len(), 2);
+    assert_eq!((records[0].function.as_str(), &records[0].args), ("echo", &json!({"q": "x"})));
+    assert_eq!(records[1].outcome, Err(("no".to_owned(), Some(json!({"why": 1})))));
+    let lines = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            r#"{"namespace":"tools","function":"echo","args":{"q":"x"},"ok":{"q":"x"},"startedMs":"#
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with(r#"{"namespace":"tools","function":"reject","args":null,"error":"no","data":{"why":1},"startedMs":"#), "{}", lines[1]);
+    assert_eq!(recorder.write_error(), None);
+}
+
+fn command(argv: &[&str], extra: JsonValue) -> CodeBindingNamespace {
+    let mut behaviour = json!({"command": argv});
+    if let (Some(behaviour), Some(extra)) = (behaviour.as_object_mut(), extra.as_object()) {
+        behaviour.extend(extra.clone());
+    }
+    let document = json!({"namespaces": [{"global": "tools", "functions": {"run": behaviour}}]});
+    namespaces(document, &Recorder::off()).unwrap().remove(0)
+}
+
+#[test]
+fn a_command_gets_json_in_and_gives_json_back() {
+    let tools = command(
+        &["python3", "-c", "import json,sys; print(json.dumps({'got': json.load(sys.stdin)}))"],
+        json!({}),
+    );
+    assert_eq!(call(&tools, "run", json!([1, "two"])), Ok(json!({"got": [1, "two"]})));
+    let failing = command(&["sh", "-c", "echo nope >&2; exit 3"], json!({}));
+    assert_eq!(call(&failing, "run", json!(null)), Err(("nope".to_owned(), None)));
+    let missing = command(&["/nonexistent/tool"], json!({}));
+    assert!(
+        call(&missing, "run", json!(null))
+            .unwrap_err()
+            .0
+            .starts_with("cannot start /nonexistent/tool")
+    );
+}
+
+#[test]
+fn a_command_leaves_no_process_behind() {
+    let scratch = Scratch::new("survivor");
+    let pid_file = scratch.0.join("pid");
+    // A background grandchild that would live for a minute.
+    let script = format!("cat > /dev/null; sleep 60 & echo $! > {}; echo 1", pid_file.display());
+    let tools = command(&["sh", "-c", &script], json!({}));
+    assert_eq!(call(&tools, "run", json!(null)), Ok(json!(1)));
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // SAFETY: kill with signal 0 only probes.
+    while unsafe { libc::kill(pid, 0) } == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(state.is_empty() || state.contains(") Z "), "the grandchild {pid} survived: {state}");
+}
+
+#[test]
+fn a_command_timeout_covers_the_whole_exchange() {
+    // The command never reads its input, which is larger than a pipe holds: writing stdin blocks.
+    let tools = command(&["sleep", "60"], json!({"timeoutMs": 300}));
+    let big = json!("x".repeat(1 << 20));
+    let start = Instant::now();
+    assert_eq!(call(&tools, "run", big), Err(("sleep timed out after 300 ms".to_owned(), None)));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_command_that_prints_without_end_is_cut_off() {
+    let tools = command(&["yes"], json!({}));
+    let start = Instant::now();
+    assert_eq!(
+        call(&tools, "run", json!(null)),
+        Err(("yes printed more than 16 MiB".to_owned(), None))
+    );
+    assert!(start.elapsed() < Duration::from_secs(20));
+}

@@ -1,0 +1,264 @@
+//! The host API as a host meets it: per-request limits, the cap on runs in flight, the in-flight
+//! call rule, executors that are not tokio, threads that come and go, runtimes shut down mid-run,
+//! and constructing without blocking.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use code_runtime::{RunLimits, binding};
+use serde_json::json;
+
+use crate::*;
+
+/// This process's children (the supervisors of runs) whose working directory is `dir`: other
+/// tests run children of their own at the same time.
+fn children_in(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir) {
+                found.push(pid.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// The working directory of this process's run that created the file `marker` in it.
+fn workdir_with(marker: &str) -> Option<std::path::PathBuf> {
+    let prefix = format!("code-runtime-python-{}-", std::process::id());
+    std::fs::read_dir(std::env::temp_dir())
+        .ok()?
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|entry| entry.path())
+        .find(|dir| dir.join(marker).exists())
+}
+
+#[test]
+fn a_request_tightens_the_provider_limits() {
+    let spin = CodeRunRequest::new("while True:\n    pass")
+        .limits(RunLimits { compute_ms: Some(100), ..RunLimits::default() });
+    assert_eq!(
+        failure(&run_on(default_runtime(), spin)),
+        Some(("timeout", "compute budget exhausted (100ms busy)".to_owned()))
+    );
+    let chatty = CodeRunRequest::new("return 'y' * 100")
+        .limits(RunLimits { max_output_bytes: Some(40), ..RunLimits::default() });
+    assert_eq!(
+        failure(&run_on(default_runtime(), chatty)),
+        Some(("output-limit", "outer output exceeded 40 bytes".to_owned()))
+    );
+    let hog = CodeRunRequest::new("try:\n    bytearray(200 * 2**20)\n    return 'allocated'\nexcept MemoryError:\n    return 'refused'")
+        .limits(RunLimits { max_memory_mb: Some(100), ..RunLimits::default() });
+    assert_eq!(value(&run_on(default_runtime(), hog)), &json!("refused"));
+}
+
+fn hanging(started: &Arc<AtomicUsize>, dropped: &Arc<AtomicBool>) -> code_runtime::BindingFunction {
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let (started, dropped) = (started.clone(), dropped.clone());
+    binding(move |_| {
+        started.fetch_add(1, Ordering::SeqCst);
+        let guard = Guard(dropped.clone());
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+            Ok(JsonValue::Null)
+        }
+    })
+}
+
+#[test]
+fn calls_in_flight_are_cancelled_when_the_run_ends() {
+    for (program, kind) in [
+        ("tools.hang({})\nreturn 1", None),
+        ("tools.hang({})\nraise RuntimeError('boom')", Some("exception")),
+        ("tools.hang({})\nwhile True:\n    pass", Some("timeout")),
+    ] {
+        let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let request = CodeRunRequest::new(program)
+            .binding(tools().function("hang", hanging(&started, &dropped)))
+            .limits(RunLimits { compute_ms: Some(200), ..RunLimits::default() });
+        let result = run_on(default_runtime(), request);
+        assert_eq!(result.error().map(|error| error.kind().as_str()), kind, "{program}");
+        assert_eq!(started.load(Ordering::SeqCst), 1, "{program}: the call started when made");
+        assert!(dropped.load(Ordering::SeqCst), "{program}: cancelled before run returned");
+    }
+}
+
+#[test]
+fn runs_beyond_the_cap_wait_for_a_slot() {
+    let runtime = Arc::new(
+        PythonCodeRuntime::new(PythonConfig { max_concurrent_runs: 2, ..PythonConfig::default() })
+            .unwrap(),
+    );
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let wait = {
+        let (gate, entered) = (gate.clone(), entered.clone());
+        binding(move |_| {
+            entered.fetch_add(1, Ordering::SeqCst);
+            let gate = gate.clone();
+            async move {
+                let _permit = gate.acquire().await.map_err(|error| error.to_string())?;
+                Ok(json!("through"))
+            }
+        })
+    };
+    tokio().block_on(async {
+        let runs: Vec<_> = (0..3)
+            .map(|_| {
+                let runtime = runtime.clone();
+                let request = CodeRunRequest::new("return await tools.wait()")
+                    .binding(tools().function("wait", wait.clone()));
+                tokio::spawn(async move { runtime.run(request).await })
+            })
+            .collect();
+        while entered.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(entered.load(Ordering::SeqCst), 2, "the third run waits for a slot");
+        gate.add_permits(3);
+        for run in runs {
+            assert_eq!(run.await.unwrap().unwrap().value(), Some(&json!("through")));
+        }
+    });
+}
+
+#[test]
+fn run_works_under_any_executor() {
+    let slow = binding(|args| async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        Ok(args.into())
+    });
+    let request = CodeRunRequest::new("return await tools.slow({'n': 1})")
+        .binding(tools().function("slow", slow));
+    let result = futures::executor::block_on(default_runtime().run(request)).unwrap();
+    assert_eq!(value(&result), &json!({"n": 1}));
+    let bare = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let spin = CodeRunRequest::new("import time\ntime.sleep(5)")
+        .limits(RunLimits { max_wall_ms: Some(200), ..RunLimits::default() });
+    let result = bare.block_on(default_runtime().run(spin)).unwrap();
+    assert_eq!(
+        failure(&result),
+        Some(("timeout", "wall-clock ceiling reached (200ms)".to_owned()))
+    );
+}
+
+#[test]
+fn a_run_outlives_the_thread_that_started_it() {
+    // The parent-death signal follows the thread that forked the child: a run first polled by a
+    // thread that then exits (a retired `block_in_place` worker, say) must not die with it.
+    let marker = format!("outlives-{}", std::process::id());
+    let program =
+        format!("import time\nopen({marker:?}, 'w').close()\ntime.sleep(0.5)\nreturn 'survived'");
+    let mut run = Box::pin(default_runtime().run(CodeRunRequest::new(program)));
+    let run = std::thread::spawn(move || {
+        let waker = futures::task::noop_waker();
+        let mut context = std::task::Context::from_waker(&waker);
+        // Poll until the program runs, then leave with the future.
+        for _ in 0..400 {
+            assert!(run.as_mut().poll(&mut context).is_pending());
+            if workdir_with(&marker).is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        run
+    })
+    .join()
+    .unwrap();
+    let result = futures::executor::block_on(run).unwrap();
+    assert_eq!(value(&result), &json!("survived"));
+}
+
+#[test]
+fn shutting_down_the_runtime_mid_run_leaves_nothing_behind() {
+    let runtime = Arc::new(PythonCodeRuntime::new(PythonConfig::default()).unwrap());
+    let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let host =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let marker = format!("shutdown-{}", std::process::id());
+    host.spawn({
+        let runtime = runtime.clone();
+        let program = format!("open({marker:?}, 'w').close()\nawait tools.hang()");
+        let request = CodeRunRequest::new(program)
+            .binding(tools().function("hang", hanging(&started, &dropped)));
+        async move { runtime.run(request).await }
+    });
+    while started.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let workdir = workdir_with(&marker).expect("the run's working directory");
+    let children = children_in(&workdir);
+    assert_eq!(children.len(), 1, "the run's supervisor");
+    host.shutdown_timeout(Duration::from_secs(1));
+    // The run future died with its runtime; the provider's reactor tore the child down.
+    futures::executor::block_on(runtime.dispose());
+    assert!(dropped.load(Ordering::SeqCst));
+    for pid in children {
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "child {pid} not reaped");
+    }
+    assert!(!workdir.exists(), "{} left behind", workdir.display());
+}
+
+#[test]
+fn construction_does_not_block_an_async_host_and_is_cached() {
+    let bare = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = bare.block_on(async {
+        // The executor stays free while the probe runs elsewhere.
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let ticking = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        });
+        let config = PythonConfig { probe_cache: ProbeCache::Off, ..PythonConfig::default() };
+        let runtime = PythonCodeRuntime::start(config).await.unwrap();
+        ticking.abort();
+        assert!(ticks.load(Ordering::SeqCst) > 5, "the executor ran while the probe did");
+        runtime
+    });
+    assert!(!runtime.probe_was_cached());
+    let dir = std::env::temp_dir().join(format!("code-runtime-probe-cache-{}", std::process::id()));
+    let cached =
+        PythonConfig { probe_cache: ProbeCache::Dir(dir.clone()), ..PythonConfig::default() };
+    assert!(!PythonCodeRuntime::new(cached.clone()).unwrap().probe_was_cached());
+    let again = PythonCodeRuntime::new(cached).unwrap();
+    assert!(again.probe_was_cached());
+    let result = futures::executor::block_on(again.run(CodeRunRequest::new("return 1"))).unwrap();
+    assert_eq!(value(&result), &json!(1));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_builtin_a_program_starts_with_is_listed_as_shadowed() {
+    let builtins = run(
+        "import builtins\nreturn [name for name in dir(builtins) if not name.startswith('_')]",
+        vec![],
+    );
+    let missing: Vec<_> = value(&builtins)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(JsonValue::as_str)
+        .filter(|name| {
+            !code_runtime::provider::SHADOWED_GLOBALS.contains(name)
+                && !code_runtime::provider::PORTABLE_RESERVED_WORDS.contains(name)
+        })
+        .map(str::to_owned)
+        .collect();
+    assert!(missing.is_empty(), "builtins a namespace could shadow: {missing:?}");
+}

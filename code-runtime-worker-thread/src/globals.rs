@@ -1,0 +1,325 @@
+//! What the program sees, built in Rust on the isolate thread: `console`, `setTimeout` /
+//! `clearTimeout`, one object per binding namespace whose members are native functions, and the
+//! declared error classes; and the native callbacks behind them, which find the run through an
+//! isolate slot ([`state::of`]).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use code_runtime::provider::{CallId, Event, FunctionId, catalogue};
+use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::convert::{self, Lossy};
+use crate::state::{self, ErrorClass, Intrinsics, Member, Run, RunState, Timer};
+use crate::{platform, render};
+
+/// What the isolate thread knows of one namespace.
+#[derive(Debug)]
+pub(crate) struct NamespaceSetup {
+    pub(crate) global: String,
+    pub(crate) names: Vec<String>,
+    pub(crate) error_class: Option<(String, String)>,
+}
+
+/// Builds the program's environment and the run; returns the run and the wrapper's arguments
+/// (`console`, the namespaces, the error classes, in the wrapper's parameter order).
+pub(crate) fn install<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    namespaces: &[NamespaceSetup],
+    host: &UnboundedSender<Event>,
+) -> Option<(Rc<Run>, Vec<v8::Local<'s, v8::Value>>)> {
+    let context = scope.get_current_context();
+    let global = context.global(scope);
+    let intrinsics = capture_intrinsics(scope, global)?;
+    let console = install_console_and_timers(scope, global)?;
+    let factory = error_class_factory(scope, global)?;
+    let error = v8::Local::new(scope, &intrinsics.error);
+    let mut run = Run {
+        host: host.clone(),
+        intrinsics,
+        members: Vec::new(),
+        error_classes: Vec::new(),
+        state: RefCell::new(RunState::default()),
+    };
+    let mut classes: Vec<v8::Local<'s, v8::Value>> = Vec::new();
+    let mut objects: Vec<v8::Local<'s, v8::Value>> = Vec::new();
+    for (index, namespace) in namespaces.iter().enumerate() {
+        let class = match &namespace.error_class {
+            Some((name, _)) => {
+                let name = v8::String::new(scope, name)?;
+                let undefined = v8::undefined(scope).into();
+                let class = factory.call(scope, undefined, &[error.into(), name.into()])?;
+                classes.push(class);
+                class.try_into().ok()?
+            }
+            None => error,
+        };
+        let member_property = namespace.error_class.as_ref().map(|(_, property)| property.clone());
+        run.error_classes
+            .push(ErrorClass { constructor: v8::Global::new(scope, class), member_property });
+        objects.push(namespace_object(scope, index, namespace, &mut run.members)?);
+    }
+    let mut parameters = vec![console.into()];
+    parameters.extend(objects);
+    parameters.extend(classes);
+    Some((Rc::new(run), parameters))
+}
+
+fn capture_intrinsics(
+    scope: &mut v8::PinScope<'_, '_>,
+    global: v8::Local<'_, v8::Object>,
+) -> Option<Intrinsics> {
+    let object_prototype = v8::Object::new(scope).get_prototype(scope)?.to_object(scope)?;
+    let array_prototype = v8::Array::new(scope, 0).get_prototype(scope)?.to_object(scope)?;
+    let error_key = v8::String::new(scope, "Error")?;
+    let error: v8::Local<'_, v8::Function> =
+        global.get(scope, error_key.into())?.try_into().ok()?;
+    Some(Intrinsics {
+        object_prototype: v8::Global::new(scope, object_prototype),
+        array_prototype: v8::Global::new(scope, array_prototype),
+        error: v8::Global::new(scope, error),
+    })
+}
+
+/// `console` (also a global, the same object as the parameter: one console, no silent twin) and
+/// the timers.
+fn install_console_and_timers<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) -> Option<v8::Local<'s, v8::Object>> {
+    let console = v8::Object::new(scope);
+    for method in ["log", "info", "warn", "error", "debug"] {
+        let function = v8::Function::new(scope, console_log)?;
+        let key = v8::String::new(scope, method)?;
+        console.create_data_property(scope, key.into(), function.into())?;
+    }
+    for (name, value) in [
+        ("console", console.into()),
+        ("setTimeout", v8::Function::new(scope, set_timeout)?.into()),
+        ("clearTimeout", v8::Function::new(scope, clear_timeout)?.into()),
+    ] {
+        let key = v8::String::new(scope, name)?;
+        global.create_data_property(scope, key.into(), value)?;
+    }
+    Some(console)
+}
+
+/// The error-class factory of the startup snapshot, parked on the global object under a name the
+/// program never sees and taken off before it runs (or compiled here if there is no snapshot).
+fn error_class_factory<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) -> Option<v8::Local<'s, v8::Function>> {
+    let key = v8::String::new(scope, platform::BOOTSTRAP_GLOBAL)?;
+    if !global.get(scope, key.into()).is_some_and(|value| value.is_function()) {
+        let source = v8::String::new(scope, platform::BOOTSTRAP_SOURCE)?;
+        v8::Script::compile(scope, source, None)?.run(scope)?;
+    }
+    let factory = global.get(scope, key.into())?;
+    global.delete(scope, key.into())?;
+    factory.try_into().ok()
+}
+
+/// A namespace object: no prototype, one native member per function, each carrying its
+/// [`FunctionId`] as data.
+fn namespace_object<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    index: usize,
+    namespace: &NamespaceSetup,
+    members: &mut Vec<Member>,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let null = v8::null(scope).into();
+    let object = v8::Object::with_prototype_and_properties(scope, null, &[], &[]);
+    for name in &namespace.names {
+        let data = v8::Integer::new_from_unsigned(scope, u32::try_from(members.len()).ok()?);
+        let function = v8::Function::builder(call_binding).data(data.into()).build(scope)?;
+        let key = v8::String::new(scope, name)?;
+        object.create_data_property(scope, key.into(), function.into())?;
+        let label = format!("{}.{name}", namespace.global);
+        members.push(Member { namespace: index, name: name.clone(), label });
+    }
+    Some(object.into())
+}
+
+fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
+    let message = v8::String::new(scope, message).unwrap_or_else(|| v8::String::empty(scope));
+    let error = v8::Exception::type_error(scope, message);
+    scope.throw_exception(error);
+}
+
+/// `console.log` and its four siblings: strings verbatim, other values inspected, joined by
+/// spaces, one log entry per call.
+fn console_log(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let mut line = String::new();
+    for index in 0..args.length() {
+        if index > 0 {
+            line.push(' ');
+        }
+        line.push_str(&render::inspect(scope, args.get(index)));
+    }
+    if let Some(run) = state::of(scope) {
+        let _ = run.host.send(Event::Log(line));
+    }
+}
+
+/// `setTimeout(callback, ms, ...args)`: returns a numeric id.
+fn set_timeout(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(callback) = v8::Local::<v8::Function>::try_from(args.get(0)) else {
+        throw_type_error(scope, "setTimeout: the callback must be a function");
+        return;
+    };
+    // `number_value` may run the program's `valueOf`, which may call `setTimeout`: read it before
+    // borrowing the state.
+    let delay =
+        args.get(1).number_value(scope).filter(|ms| ms.is_finite() && *ms > 0.0).unwrap_or(0.0);
+    let callback = v8::Global::new(scope, callback);
+    let extra = (2..args.length()).map(|index| v8::Global::new(scope, args.get(index))).collect();
+    let Some(run) = state::of(scope) else { return };
+    // Timers share the wall clock's ceiling; a longer delay waits for it.
+    let delay = Duration::from_secs_f64(delay.min(Limits::MAX_WALL_MS as f64) / 1000.0);
+    let id = {
+        let mut state = run.state.borrow_mut();
+        state.next_timer += 1;
+        let id = state.next_timer;
+        let deadline = Instant::now() + delay;
+        state.timers.insert((deadline, id), Timer { callback, args: extra });
+        state.timer_deadlines.insert(id, deadline);
+        id
+    };
+    rv.set(v8::Number::new(scope, id as f64).into());
+}
+
+/// `clearTimeout(id)`.
+fn clear_timeout(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(id) = args.get(0).number_value(scope).filter(|id| id.is_finite() && *id >= 0.0) else {
+        return;
+    };
+    let Some(run) = state::of(scope) else { return };
+    let mut state = run.state.borrow_mut();
+    if let Some(deadline) = state.timer_deadlines.remove(&(id as u64)) {
+        state.timers.remove(&(deadline, id as u64));
+    }
+}
+
+/// A binding member. Its data is its [`FunctionId`]; it returns a promise that the host settles.
+/// No argument is JSON `null` (DESIGN.md §9 item 7); more than one is a `TypeError`.
+fn call_binding(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    let Some(function) = args.data().uint32_value(scope).map(FunctionId) else { return };
+    let Some(member) = run.members.get(function.0 as usize) else { return };
+    if args.length() > 1 {
+        let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
+        throw_type_error(scope, &catalogue::too_many_arguments(&member.label, count));
+        return;
+    }
+    let Some(resolver) = v8::PromiseResolver::new(scope) else { return };
+    rv.set(resolver.get_promise(scope).into());
+    // The conversion runs program getters, which may call bindings and timers themselves: no
+    // borrow of the state is held across it.
+    let converted = if args.length() == 0 {
+        Ok(JsonValue::Null)
+    } else {
+        convert::from_v8(scope, &run.intrinsics, args.get(0))
+    };
+    match converted {
+        Ok(value) => {
+            let call = {
+                let mut state = run.state.borrow_mut();
+                state.next_call += 1;
+                let call: CallId = state.next_call;
+                state.pending.insert(call, (v8::Global::new(scope, resolver), function));
+                call
+            };
+            let _ =
+                run.host.send(Event::Call { id: call, function, args: BindingArgs::new(value) });
+        }
+        Err(Lossy) => {
+            let error = binding_error(
+                scope,
+                &run,
+                function,
+                &BindingError::new(catalogue::LOSSY_ARGUMENTS),
+            );
+            resolver.reject(scope, error);
+        }
+    }
+}
+
+/// The rejection value for a failed call of `function`: an instance of its namespace's error
+/// class (or the intrinsic `Error`) with the message, `data` (the rejection's data, or `null`) and
+/// the member-name property.
+pub(crate) fn binding_error<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    run: &Run,
+    function: FunctionId,
+    rejection: &BindingError,
+) -> v8::Local<'s, v8::Value> {
+    let text =
+        v8::String::new(scope, rejection.message()).unwrap_or_else(|| v8::String::empty(scope));
+    let Some(member) = run.members.get(function.0 as usize) else {
+        return v8::Exception::error(scope, text);
+    };
+    let class = &run.error_classes[member.namespace];
+    let constructor = v8::Local::new(scope, &class.constructor);
+    let Some(error) = constructor.new_instance(scope, &[text.into()]) else {
+        return v8::Exception::error(scope, text);
+    };
+    let data = match rejection.data() {
+        Some(data) => convert::to_v8(scope, data).unwrap_or_else(|| v8::null(scope).into()),
+        None => v8::null(scope).into(),
+    };
+    let mut properties = Vec::with_capacity(2);
+    if let Some(property) = &class.member_property {
+        if let Some(name) = v8::String::new(scope, &member.name) {
+            properties.push((property.as_str(), name.into()));
+        }
+    }
+    properties.push(("data", data));
+    for (key, value) in properties {
+        if let Some(key) = v8::String::new(scope, key) {
+            error.create_data_property(scope, key.into(), value);
+        }
+    }
+    error.into()
+}
+
+/// Tracks unhandled rejections: added when a promise rejects with no handler, removed when a
+/// handler arrives later. The program's own promise is the host's business, not a rejection.
+pub(crate) extern "C" fn promise_reject(message: v8::PromiseRejectMessage<'_>) {
+    v8::callback_scope!(unsafe scope, &message);
+    let Some(run) = state::of(scope) else { return };
+    let promise = message.get_promise();
+    let mut state = run.state.borrow_mut();
+    if state.main.as_ref().is_some_and(|main| v8::Local::new(scope, main) == promise) {
+        return;
+    }
+    match message.get_event() {
+        v8::PromiseRejectEvent::PromiseRejectWithNoHandler => {
+            let value = message.get_value().unwrap_or_else(|| v8::undefined(scope).into());
+            let entry = (v8::Global::new(scope, promise), v8::Global::new(scope, value));
+            state.unhandled.push(entry);
+        }
+        v8::PromiseRejectEvent::PromiseHandlerAddedAfterReject => {
+            state.unhandled.retain(|(rejected, _)| v8::Local::new(scope, rejected) != promise);
+        }
+        _ => {}
+    }
+}

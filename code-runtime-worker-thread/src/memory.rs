@@ -1,0 +1,156 @@
+//! Memory accounting of one run: [`MemoryBudget`], shared by V8's heap (its size sampled by the
+//! isolate thread) and the program's ArrayBuffer backing stores (counted exactly by
+//! [`allocator`]), and the near-heap-limit callback.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use crate::termination::{Cause, Termination};
+
+/// One run's memory, against one limit.
+#[derive(Debug)]
+pub(crate) struct MemoryBudget {
+    limit: usize,
+    array_buffers: AtomicUsize,
+    heap: AtomicUsize,
+    /// Set when the allocator refuses a backing store: V8 then collects all garbage, which calls
+    /// the near-heap-limit callback although the heap is not full (see [`near_heap_limit`]).
+    refused: AtomicBool,
+}
+
+impl MemoryBudget {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            array_buffers: AtomicUsize::new(0),
+            heap: AtomicUsize::new(0),
+            refused: AtomicBool::new(false),
+        }
+    }
+
+    /// Records the heap's current size, so backing stores see what is left.
+    pub(crate) fn set_heap(&self, bytes: usize) {
+        self.heap.store(bytes, Ordering::Relaxed);
+    }
+
+    fn reserve(&self, len: usize) -> bool {
+        let heap = self.heap.load(Ordering::Relaxed);
+        let mut used = self.array_buffers.load(Ordering::Relaxed);
+        loop {
+            if used.saturating_add(len).saturating_add(heap) > self.limit {
+                self.refused.store(true, Ordering::Release);
+                return false;
+            }
+            match self.array_buffers.compare_exchange_weak(
+                used,
+                used + len,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn release(&self, len: usize) {
+        self.array_buffers.fetch_sub(len, Ordering::AcqRel);
+    }
+}
+
+/// An ArrayBuffer allocator that refuses what the budget cannot hold: V8 turns the refusal into a
+/// `RangeError` the program may catch, never the host an out-of-memory abort.
+pub(crate) fn allocator(budget: &Arc<MemoryBudget>) -> v8::UniqueRef<v8::Allocator> {
+    static VTABLE: v8::RustAllocatorVtable<MemoryBudget> =
+        v8::RustAllocatorVtable { allocate, allocate_uninitialized, free, drop: drop_budget };
+    // SAFETY: the handle is a strong `Arc` reference, released exactly once by `drop_budget`
+    // when V8 drops the allocator; the vtable functions only use it as `&MemoryBudget`.
+    unsafe { v8::new_rust_allocator(Arc::into_raw(budget.clone()), &VTABLE) }
+}
+
+unsafe extern "C" fn allocate(budget: &MemoryBudget, len: usize) -> *mut c_void {
+    if !budget.reserve(len) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: calloc with a size; a null result is handed to V8 as a failed allocation.
+    let data = unsafe { libc::calloc(len.max(1), 1) };
+    if data.is_null() {
+        budget.release(len);
+    }
+    data
+}
+
+unsafe extern "C" fn allocate_uninitialized(budget: &MemoryBudget, len: usize) -> *mut c_void {
+    if !budget.reserve(len) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: malloc with a size; a null result is handed to V8 as a failed allocation.
+    let data = unsafe { libc::malloc(len.max(1)) };
+    if data.is_null() {
+        budget.release(len);
+    }
+    data
+}
+
+unsafe extern "C" fn free(budget: &MemoryBudget, data: *mut c_void, len: usize) {
+    // SAFETY: V8 frees only what `allocate*` returned, with the length it asked for.
+    unsafe { libc::free(data) };
+    budget.release(len);
+}
+
+unsafe extern "C" fn drop_budget(budget: *const MemoryBudget) {
+    // SAFETY: the pointer came from `Arc::into_raw` in `allocator`, and V8 drops it once.
+    drop(unsafe { Arc::from_raw(budget) });
+}
+
+/// What the near-heap-limit callback needs; lives until the isolate is gone.
+pub(crate) struct HeapGuard {
+    pub(crate) termination: Arc<Termination>,
+    pub(crate) handle: v8::IsolateHandle,
+    pub(crate) budget: Arc<MemoryBudget>,
+    /// Refused backing stores answered without terminating, so far.
+    pub(crate) refusals: AtomicU32,
+    /// Extensions granted to unwind a terminated program, so far.
+    pub(crate) unwinds: AtomicU32,
+}
+
+/// Refused backing stores that stay a `RangeError` the program can catch; a program that keeps
+/// asking ends as out of memory.
+const MAX_REFUSALS: u32 = 4;
+/// Extensions of the heap limit granted to unwind a terminated program.
+const MAX_UNWINDS: u32 = 2;
+
+/// V8 is about to run out of heap.
+///
+/// V8 also calls this when the allocator refused a backing store (an `ArrayBuffer` the budget
+/// cannot hold): it collects all garbage before giving up, and that calls the callback. Then the
+/// program gets its catchable `RangeError`: the callback grants a little room (so a flag that is
+/// stale by the time the heap itself fills costs one small extension, never a fatal error) and
+/// does not terminate. Otherwise it records why, terminates, and grants room to unwind, a bounded
+/// number of times.
+///
+/// # Safety
+///
+/// `data` must point to a live [`HeapGuard`] (see `isolate::run_isolate`).
+pub(crate) unsafe extern "C" fn near_heap_limit(
+    data: *mut c_void,
+    current: usize,
+    _initial: usize,
+) -> usize {
+    // SAFETY: `data` is the `HeapGuard` boxed by the isolate thread, alive until after the isolate.
+    let guard = unsafe { &*(data as *const HeapGuard) };
+    if guard.budget.refused.swap(false, Ordering::AcqRel)
+        && guard.refusals.fetch_add(1, Ordering::AcqRel) < MAX_REFUSALS
+    {
+        return current.saturating_add((current / 16).max(1 << 20));
+    }
+    guard.termination.claim(Cause::OutOfMemory);
+    guard.handle.terminate_execution();
+    // Room to unwind the terminated script; the run ends right after.
+    if guard.unwinds.fetch_add(1, Ordering::AcqRel) < MAX_UNWINDS {
+        current.saturating_mul(2)
+    } else {
+        current
+    }
+}

@@ -1,0 +1,76 @@
+//! The state of one run on its isolate thread, reached by native callbacks through an isolate
+//! slot.
+//!
+//! What never changes after the environment is installed (the intrinsics, the members, the error
+//! classes, the channel to the host) is read without a borrow. Only [`RunState`], the mutable
+//! part, sits in a `RefCell`, and no borrow of it is ever held across a call into JavaScript: a
+//! conversion runs program getters, and a getter can call a binding or `setTimeout`, which borrow
+//! the state themselves.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::time::Instant;
+
+use code_runtime::provider::{CallId, Event, FunctionId};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The realm's own prototypes and constructors, captured before the program runs: a program can
+/// replace any global, so shapes are compared against these.
+pub(crate) struct Intrinsics {
+    pub(crate) object_prototype: v8::Global<v8::Object>,
+    pub(crate) array_prototype: v8::Global<v8::Object>,
+    pub(crate) error: v8::Global<v8::Function>,
+}
+
+/// One binding member: which namespace, which name.
+#[derive(Debug, Clone)]
+pub(crate) struct Member {
+    pub(crate) namespace: usize,
+    pub(crate) name: String,
+    /// `global.name`, as messages name it.
+    pub(crate) label: String,
+}
+
+/// A namespace's error class: its constructor and its member-name property, or the intrinsic
+/// `Error` and none.
+pub(crate) struct ErrorClass {
+    pub(crate) constructor: v8::Global<v8::Function>,
+    pub(crate) member_property: Option<String>,
+}
+
+/// Everything a native callback of one run needs.
+pub(crate) struct Run {
+    pub(crate) host: UnboundedSender<Event>,
+    pub(crate) intrinsics: Intrinsics,
+    /// In [`FunctionId`] order.
+    pub(crate) members: Vec<Member>,
+    /// Per namespace.
+    pub(crate) error_classes: Vec<ErrorClass>,
+    pub(crate) state: RefCell<RunState>,
+}
+
+/// The mutable part of a run.
+#[derive(Default)]
+pub(crate) struct RunState {
+    /// Calls the host has not settled: their promise and member.
+    pub(crate) pending: HashMap<CallId, (v8::Global<v8::PromiseResolver>, FunctionId)>,
+    pub(crate) next_call: CallId,
+    pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
+    pub(crate) timer_deadlines: HashMap<u64, Instant>,
+    pub(crate) next_timer: u64,
+    /// Rejections nobody handled yet (the program's own promise excluded).
+    pub(crate) unhandled: Vec<(v8::Global<v8::Promise>, v8::Global<v8::Value>)>,
+    /// The program's promise.
+    pub(crate) main: Option<v8::Global<v8::Promise>>,
+}
+
+pub(crate) struct Timer {
+    pub(crate) callback: v8::Global<v8::Function>,
+    pub(crate) args: Vec<v8::Global<v8::Value>>,
+}
+
+/// The run of the isolate `scope` belongs to, or `None` before the environment is installed.
+pub(crate) fn of(scope: &v8::PinScope<'_, '_>) -> Option<Rc<Run>> {
+    scope.get_slot::<Rc<Run>>().cloned()
+}

@@ -1,0 +1,124 @@
+//! The host side of one run: strip the program, start its isolate thread, and drive it as the
+//! host loop's [`Substrate`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use code_runtime::provider::{CallId, CpuClock, Ending, Event, Start, Substrate, Teardown};
+use code_runtime::{BindingError, JsonValue};
+use futures::future::BoxFuture;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use crate::config::WorkerThreadConfig;
+use crate::globals::NamespaceSetup;
+use crate::isolate::{self, Setup};
+use crate::memory::MemoryBudget;
+use crate::message::ToIsolate;
+use crate::termination::{Cause, Termination};
+use crate::{platform, strip};
+
+/// One run's isolate thread, seen from the host.
+pub(crate) struct IsolateSubstrate {
+    events: UnboundedReceiver<Event>,
+    inbox: std_mpsc::Sender<ToIsolate>,
+    termination: Arc<Termination>,
+    cpu_clock: Arc<OnceLock<CpuClock>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Strips the program and starts its isolate thread. A program that does not strip starts
+/// nothing: its ending is the strip error (`exception`).
+pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<IsolateSubstrate, Ending> {
+    let Start { program, namespaces, limits, .. } = start;
+    let mut parameters = vec!["console"];
+    parameters.extend(namespaces.iter().map(|namespace| namespace.global.as_str()));
+    parameters.extend(
+        namespaces
+            .iter()
+            .filter_map(|namespace| namespace.error_class.as_ref())
+            .map(|class| class.name.as_str()),
+    );
+    let wrapped = strip::strip_and_wrap(&program, &parameters)
+        .map_err(|error| Ending::Threw(error.to_string()))?;
+    let memory_bytes = usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX);
+    let termination = Arc::new(Termination::default());
+    let cpu_clock = Arc::new(OnceLock::new());
+    let setup = Setup {
+        source: wrapped.source,
+        column_offset: wrapped.column_offset,
+        namespaces: namespaces
+            .iter()
+            .map(|namespace| NamespaceSetup {
+                global: namespace.global.clone(),
+                names: namespace.functions.keys().cloned().collect(),
+                error_class: namespace
+                    .error_class
+                    .as_ref()
+                    .map(|class| (class.name.clone(), class.member_name_property.clone())),
+            })
+            .collect(),
+        max_memory_mb: limits.max_memory_mb,
+        allow_eval: config.allow_eval,
+        allow_wasm: config.allow_wasm,
+        budget: Arc::new(MemoryBudget::new(memory_bytes)),
+        termination: termination.clone(),
+        cpu_clock: cpu_clock.clone(),
+    };
+    let (host, events) = unbounded_channel();
+    let (inbox, inbox_rx) = std_mpsc::channel();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!("code-runtime-v8-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let thread = platform::spawn_isolate_thread(name, move || isolate::run(setup, host, inbox_rx))
+        .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
+    Ok(IsolateSubstrate { events, inbox, termination, cpu_clock, thread: Some(thread) })
+}
+
+impl Substrate for IsolateSubstrate {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(event)) => Poll::Ready(event),
+            // The thread ended without a word: it panicked.
+            Poll::Ready(None) => Poll::Ready(Event::Ended(Ending::Failed(
+                "the isolate thread stopped unexpectedly".to_owned(),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+        let _ = self.inbox.send(ToIsolate::Settle { call, outcome });
+    }
+
+    fn compute_used(&self) -> Duration {
+        self.cpu_clock.get().map_or(Duration::ZERO, |clock| clock.used())
+    }
+
+    fn stop(&mut self) {
+        // The isolate may still be starting; once it exists, it sees the recorded cause and stops.
+        if self.termination.stop(Cause::Host) {
+            let _ = self.inbox.send(ToIsolate::Stop);
+        }
+    }
+
+    fn teardown(mut self, ending: Ending) -> BoxFuture<'static, Teardown> {
+        Box::pin(async move {
+            // The thread drops its end of the channel as its last act, after disposing of the
+            // isolate; what it printed before stopping is still the program's output.
+            let mut logs = Vec::new();
+            while let Some(event) = self.events.recv().await {
+                if let Event::Log(line) = event {
+                    logs.push(line);
+                }
+            }
+            // The thread has returned or is about to: joining costs microseconds.
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+            Teardown { ending, logs }
+        })
+    }
+}

@@ -1,0 +1,60 @@
+//! The messages a program sees that a substrate or the dispatcher produces, each written once.
+//!
+//! Messages that name a binding are templates with a `{binding}` placeholder (`global.name`) so
+//! that a substrate in another language can fill them in: the Python child receives
+//! [`SUBSTRATE_MESSAGES`] in its `boot` frame.
+
+use crate::json;
+
+/// What a program that threw something unrenderable sees (`exception`).
+pub const UNRENDERABLE_EXCEPTION: &str = "program threw an unrenderable value";
+
+/// A call whose argument is not lossless JSON: the call rejects and the host is never asked.
+pub const LOSSY_ARGUMENTS: &str = "binding arguments must be lossless JSON";
+
+/// A call with more than one positional argument: a `TypeError` at the call.
+pub const TOO_MANY_ARGUMENTS: &str =
+    "{binding}() takes one argument (a JSON value) but {count} were given";
+
+/// A Python call mixing a positional argument and keyword arguments: a `TypeError` at the call.
+pub const MIXED_ARGUMENTS: &str =
+    "{binding}() takes one positional argument or keyword arguments, not both";
+
+/// A Python call whose argument would not fit in one frame.
+pub const ARGUMENTS_TOO_LARGE: &str = "binding arguments exceed the frame limit of {limit} bytes";
+
+/// A resolution nested more deeply than the Python child can parse.
+pub const RESOLUTION_TOO_DEEP: &str = "binding resolution is nested too deeply";
+
+/// The templates a substrate outside this process fills in itself, by key.
+pub const SUBSTRATE_MESSAGES: [(&str, &str); 6] = [
+    ("unrenderable", UNRENDERABLE_EXCEPTION),
+    ("lossyArguments", LOSSY_ARGUMENTS),
+    ("tooManyArguments", TOO_MANY_ARGUMENTS),
+    ("mixedArguments", MIXED_ARGUMENTS),
+    ("argumentsTooLarge", ARGUMENTS_TOO_LARGE),
+    ("resolutionTooDeep", RESOLUTION_TOO_DEEP),
+];
+
+/// [`TOO_MANY_ARGUMENTS`] filled in.
+pub fn too_many_arguments(label: &str, count: usize) -> String {
+    TOO_MANY_ARGUMENTS.replace("{binding}", label).replace("{count}", &count.to_string())
+}
+
+/// A resolution that is not lossless JSON, naming the binding and why.
+pub fn lossy_resolution(label: &str, why: &str) -> String {
+    format!(
+        "binding {} resolved with a value that is not lossless JSON ({why})",
+        json::quote(label)
+    )
+}
+
+/// A host closure that panicked.
+pub fn panicked(label: &str) -> String {
+    format!("binding {} panicked", json::quote(label))
+}
+
+/// A call of a name the request does not declare (only a forged call can make one).
+pub fn unknown_binding(label: &str) -> String {
+    format!("unknown binding {}", json::quote(label))
+}

@@ -1,0 +1,325 @@
+//! [`Host`]: the host side of every run, whatever the substrate: the checks in their fixed order,
+//! the queue for a slot, and the loop that drives a [`Substrate`] to its [`Ending`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
+use crate::error::{ConfigError, ContractError};
+use crate::json::JsonValue;
+use crate::limits::Limits;
+use crate::provider::dispatch::Calls;
+use crate::provider::{
+    Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, RunGate, RunPermit,
+    StopReason, reactor, validate_bindings,
+};
+use crate::request::CodeRunRequest;
+use crate::result::CodeRunResult;
+
+/// What a provider runs programs in: a V8 isolate on a thread, a child process in a cell.
+///
+/// The host loop polls [`poll_event`](Substrate::poll_event) for what the program does, answers
+/// its calls with [`settle`](Substrate::settle), reads [`compute_used`](Substrate::compute_used)
+/// for the compute budget, and at the end calls [`stop`](Substrate::stop) (when the host ended
+/// the run) and then [`teardown`](Substrate::teardown), which must leave nothing behind.
+pub trait Substrate: Send + 'static {
+    /// The next thing the program did.
+    ///
+    /// Cancel safety: the loop polls this beside other branches and may not poll it again after
+    /// another branch won; an event is either returned or kept for the next poll, never lost.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event>;
+
+    /// Answers call `call`: a value to resolve it with, or the rejection the program sees.
+    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>);
+
+    /// CPU time the program has used so far, all of it (every thread, every process of it).
+    fn compute_used(&self) -> Duration;
+
+    /// Stops the program now, mid-instruction if need be. Idempotent; the substrate need not
+    /// report anything afterwards.
+    fn stop(&mut self);
+
+    /// Waits until the substrate is gone (thread joined, processes reaped, files removed) and
+    /// hands back what it still held: output written before it stopped, and the ending, refined
+    /// if the substrate learned more (for example the exit status behind [`Ending::Exited`]).
+    fn teardown(self, ending: Ending) -> BoxFuture<'static, Teardown>;
+}
+
+/// What a substrate reports, in the order the program did it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// One line of output (a `console` call, a printed line).
+    Log(String),
+    /// A binding call; answer it with [`Substrate::settle`].
+    Call {
+        /// The substrate's id of the call.
+        id: CallId,
+        /// Which function.
+        function: FunctionId,
+        /// The argument (JSON `null` when the program passed none).
+        args: BindingArgs,
+    },
+    /// The program settled, or the substrate ended.
+    Ended(Ending),
+}
+
+/// What [`Substrate::teardown`] leaves.
+#[derive(Debug)]
+pub struct Teardown {
+    /// How the run ended.
+    pub ending: Ending,
+    /// Output the program wrote before it stopped that the loop has not seen, in order.
+    pub logs: Vec<String>,
+}
+
+/// Everything a provider gets to start one run's substrate.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Start {
+    /// The program text.
+    pub program: String,
+    /// The request's namespaces (validated), in request order.
+    pub namespaces: Vec<CodeBindingNamespace>,
+    /// The same functions in [`FunctionId`] order.
+    pub table: Arc<BindingTable>,
+    /// This run's budgets: the provider's, tightened by the request's.
+    pub limits: Limits,
+}
+
+/// The host side of a provider: its limits, its gate, and the one host loop.
+#[derive(Debug)]
+pub struct Host {
+    gate: RunGate,
+    limits: Limits,
+}
+
+impl Host {
+    /// A host for runs under `limits`, at most `max_concurrent_runs` at a time.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid setting.
+    pub fn new(limits: Limits, max_concurrent_runs: usize) -> Result<Self, ConfigError> {
+        limits.validate()?;
+        Ok(Self { gate: RunGate::new(max_concurrent_runs)?, limits })
+    }
+
+    /// The provider's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Fails the runs in flight and queued, refuses new ones, and completes once every substrate
+    /// is gone. Idempotent.
+    pub async fn dispose(&self) {
+        self.gate.dispose().await;
+    }
+
+    /// Runs `request`: the checks every provider makes, in order (disposed, bindings, per-request
+    /// limits, cancelled), a slot, then `start` to make the substrate (an `Err` ends the run with
+    /// that ending, no substrate made), then the host loop until the run ends.
+    ///
+    /// # Errors
+    ///
+    /// The contract misuse of [`CodeRuntime::run`](crate::CodeRuntime::run).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops the substrate and tears it down on the reactor; the run's permit
+    /// is held until then, so [`dispose`](Host::dispose) waits for it.
+    pub async fn run<S, F, Fut>(
+        &self,
+        request: CodeRunRequest,
+        start: F,
+    ) -> Result<CodeRunResult, ContractError>
+    where
+        S: Substrate,
+        F: FnOnce(Start) -> Fut,
+        Fut: Future<Output = Result<S, Ending>>,
+    {
+        let started = Instant::now();
+        let mut permit = self.gate.enter()?;
+        validate_bindings(&request.bindings)?;
+        let limits = self.limits.tighten(&request.limits)?;
+        let ledger = limits.ledger();
+        let CodeRunRequest { program, bindings, signal, .. } = request;
+        let signal = signal.unwrap_or_default();
+        if signal.is_cancelled() {
+            return Ok(ledger.settle(Ending::Stopped(StopReason::Cancelled)));
+        }
+        let wall = match reactor::handle() {
+            Ok(reactor) => {
+                let _context = reactor.enter();
+                Box::pin(tokio::time::sleep_until(
+                    started + Duration::from_millis(limits.max_wall_ms),
+                ))
+            }
+            Err(why) => return Ok(ledger.settle(Ending::Failed(why.to_owned()))),
+        };
+        let mut stops = Stops { signal: &signal, disposed: self.gate.disposed(), wall, limits };
+        if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
+            return Ok(ledger.settle(Ending::Stopped(reason)));
+        }
+        let table = Arc::new(BindingTable::new(&bindings));
+        let substrate = match start(Start {
+            program,
+            namespaces: bindings,
+            table: table.clone(),
+            limits,
+        })
+        .await
+        {
+            Ok(substrate) => substrate,
+            Err(ending) => return Ok(ledger.settle(ending)),
+        };
+        let running = Running { substrate: Some(substrate), permit: Some(permit) };
+        Ok(drive(running, Calls::new(table), ledger, stops).await)
+    }
+}
+
+/// What stops a run from outside: the request's token, disposal, the wall clock.
+struct Stops<'a> {
+    signal: &'a CancellationToken,
+    disposed: &'a CancellationToken,
+    wall: Pin<Box<Sleep>>,
+    limits: Limits,
+}
+
+impl Stops<'_> {
+    /// Runs `work` until it completes (`None`) or a stop comes first (`Some(reason)`).
+    async fn first(&mut self, work: impl Future<Output = ()>) -> Option<StopReason> {
+        tokio::select! {
+            biased;
+            () = self.signal.cancelled() => Some(StopReason::Cancelled),
+            () = self.disposed.cancelled() => Some(StopReason::Disposed),
+            () = self.wall.as_mut() => Some(StopReason::WallClock { max_wall_ms: self.limits.max_wall_ms }),
+            () = work => None,
+        }
+    }
+}
+
+/// A run's substrate and permit. Dropped while the substrate is still held (the run future was
+/// dropped), it stops the substrate and tears it down on the reactor, releasing the permit only
+/// then, so disposal still waits for it.
+struct Running<S: Substrate> {
+    substrate: Option<S>,
+    permit: Option<RunPermit>,
+}
+
+impl<S: Substrate> Drop for Running<S> {
+    fn drop(&mut self) {
+        let Some(mut substrate) = self.substrate.take() else { return };
+        substrate.stop();
+        let permit = self.permit.take();
+        reactor::spawn(async move {
+            let _ = substrate.teardown(Ending::Stopped(StopReason::Cancelled)).await;
+            drop(permit);
+        });
+    }
+}
+
+/// The host loop: feeds the ledger, serves calls, enforces the budgets, and settles.
+async fn drive<S: Substrate>(
+    mut running: Running<S>,
+    mut calls: Calls,
+    mut ledger: OutputLedger,
+    mut stops: Stops<'_>,
+) -> CodeRunResult {
+    let limits = stops.limits;
+    let ending = {
+        let Some(substrate) = running.substrate.as_mut() else {
+            return ledger.settle(Ending::Failed("the substrate is gone".to_owned()));
+        };
+        let mut compute = ComputeCheck::new(&limits);
+        loop {
+            let step = tokio::select! {
+                biased;
+                reason = stops.first(std::future::pending()) => Step::Stop(reason.unwrap_or(StopReason::Cancelled)),
+                () = compute.due() => match compute.check(substrate.compute_used()) {
+                    Some(reason) => Step::Stop(reason),
+                    None => continue,
+                },
+                event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
+                Some((id, outcome)) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
+                    substrate.settle(id, outcome);
+                    continue;
+                }
+            };
+            match step {
+                Step::Stop(reason) => {
+                    substrate.stop();
+                    break Ending::Stopped(reason);
+                }
+                Step::Event(Event::Log(line)) => {
+                    if ledger.admit_log(line) == Admission::Exceeded {
+                        substrate.stop();
+                        break Ending::Stopped(StopReason::OutputExceeded);
+                    }
+                }
+                Step::Event(Event::Call { id, function, args }) => calls.start(id, function, args),
+                Step::Event(Event::Ended(ending)) => break ending,
+            }
+        }
+    };
+    // The documented rule: calls still in flight when a run ends are cancelled (dropped).
+    drop(calls);
+    let Some(substrate) = running.substrate.take() else {
+        return ledger.settle(ending);
+    };
+    let teardown = substrate.teardown(ending).await;
+    drop(running.permit.take());
+    for line in teardown.logs {
+        let _ = ledger.admit_log(line);
+    }
+    ledger.settle(teardown.ending)
+}
+
+enum Step {
+    Stop(StopReason),
+    Event(Event),
+}
+
+/// The compute budget's poll: CPU time cannot grow faster than wall time times the cores, so the
+/// next look is when the rest of the budget could be spent at the earliest, not on a fixed tick.
+struct ComputeCheck {
+    budget: Duration,
+    compute_ms: u64,
+    cores: u32,
+    next: Pin<Box<Sleep>>,
+}
+
+impl ComputeCheck {
+    fn new(limits: &Limits) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The first look comes soon: a program can be over a tiny budget at once.
+        let next = reactor::enter(|| Box::pin(tokio::time::sleep(Duration::from_millis(1))));
+        Self {
+            budget: Duration::from_millis(limits.compute_ms),
+            compute_ms: limits.compute_ms,
+            cores: u32::try_from(cores).unwrap_or(u32::MAX),
+            next,
+        }
+    }
+
+    async fn due(&mut self) {
+        self.next.as_mut().await;
+    }
+
+    /// `Some` when `used` is over the budget; otherwise schedules the next look.
+    fn check(&mut self, used: Duration) -> Option<StopReason> {
+        if used >= self.budget {
+            return Some(StopReason::Compute { compute_ms: self.compute_ms });
+        }
+        let wait = ((self.budget - used) / self.cores).max(Duration::from_millis(1));
+        self.next.as_mut().reset(Instant::now() + wait);
+        None
+    }
+}

@@ -1,0 +1,145 @@
+//! A provider whose substrate is a script the test plays: the host loop of `code_runtime::provider`
+//! exercised without an engine.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use code_runtime::provider::{
+    CallId, Ending, Event, Host, Start, Substrate, Teardown, async_trait,
+};
+use code_runtime::{
+    BindingError, CodeRunRequest, CodeRunResult, CodeRuntime, ContractError, JsonValue, Limits,
+};
+use futures::future::BoxFuture;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// A provider of language `language` whose runs are played by the test through [`Script`]s.
+pub(crate) struct FakeProvider {
+    host: Host,
+    language: &'static str,
+    started: UnboundedSender<Script>,
+}
+
+/// The test's end of one run's substrate.
+pub(crate) struct Script {
+    /// What the host loop will see, in order.
+    pub(crate) events: UnboundedSender<Event>,
+    /// What the host loop answered.
+    pub(crate) settled: UnboundedReceiver<(CallId, Result<JsonValue, BindingError>)>,
+    /// The start parameters the provider got.
+    pub(crate) limits: Limits,
+    pub(crate) program: String,
+    pub(crate) state: Arc<State>,
+}
+
+/// What happened to a substrate, as seen from outside.
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) stopped: AtomicBool,
+    pub(crate) torn_down: AtomicBool,
+    /// CPU time the substrate reports, in microseconds.
+    pub(crate) compute_us: AtomicU64,
+    /// Lines handed back at teardown.
+    pub(crate) late_logs: Mutex<Vec<String>>,
+    /// What teardown turns an `Exited` ending into.
+    pub(crate) exit_code: Mutex<Option<i32>>,
+}
+
+struct Fake {
+    events: UnboundedReceiver<Event>,
+    settled: UnboundedSender<(CallId, Result<JsonValue, BindingError>)>,
+    state: Arc<State>,
+}
+
+impl Substrate for Fake {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(event)) => Poll::Ready(event),
+            // The script was dropped: the substrate "died".
+            Poll::Ready(None) => Poll::Ready(Event::Ended(Ending::Exited(None))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+        let _ = self.settled.send((call, outcome));
+    }
+
+    fn compute_used(&self) -> Duration {
+        Duration::from_micros(self.state.compute_us.load(Ordering::SeqCst))
+    }
+
+    fn stop(&mut self) {
+        self.state.stopped.store(true, Ordering::SeqCst);
+    }
+
+    fn teardown(self, ending: Ending) -> BoxFuture<'static, Teardown> {
+        let state = self.state.clone();
+        Box::pin(async move {
+            // A real substrate waits for its thread or process here.
+            tokio::task::yield_now().await;
+            state.torn_down.store(true, Ordering::SeqCst);
+            let logs = std::mem::take(&mut *state.late_logs.lock().unwrap());
+            let ending = match ending {
+                Ending::Exited(None) => Ending::Exited(*state.exit_code.lock().unwrap()),
+                other => other,
+            };
+            Teardown { ending, logs }
+        })
+    }
+}
+
+impl FakeProvider {
+    pub(crate) fn new(
+        language: &'static str,
+        limits: Limits,
+        max_concurrent_runs: usize,
+    ) -> (Arc<Self>, UnboundedReceiver<Script>) {
+        let (started, scripts) = unbounded_channel();
+        let host = Host::new(limits, max_concurrent_runs).expect("valid limits");
+        (Arc::new(Self { host, language, started }), scripts)
+    }
+}
+
+#[async_trait]
+impl CodeRuntime for FakeProvider {
+    fn language(&self) -> &str {
+        self.language
+    }
+
+    fn isolation(&self) -> &str {
+        "script"
+    }
+
+    fn limits(&self) -> &Limits {
+        self.host.limits()
+    }
+
+    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
+        self.host
+            .run(request, |start: Start| async move {
+                let (events_tx, events) = unbounded_channel();
+                let (settled, settled_rx) = unbounded_channel();
+                let state = Arc::new(State::default());
+                let script = Script {
+                    events: events_tx,
+                    settled: settled_rx,
+                    limits: start.limits,
+                    program: start.program.clone(),
+                    state: state.clone(),
+                };
+                if start.program == "fail to start" {
+                    return Err(Ending::Failed("no substrate today".to_owned()));
+                }
+                let _ = self.started.send(script);
+                Ok(Fake { events, settled, state })
+            })
+            .await
+    }
+
+    async fn dispose(&self) {
+        self.host.dispose().await;
+    }
+}

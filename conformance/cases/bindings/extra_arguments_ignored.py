@@ -1,1 +1,0 @@
-return await tools.echo(1, 2, 3)

@@ -1,1 +1,0 @@
-return await (tools.echo as any)(1, 2, 3)

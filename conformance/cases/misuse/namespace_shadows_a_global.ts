@@ -1,0 +1,1 @@
+return await print.echo(1);
