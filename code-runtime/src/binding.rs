@@ -21,7 +21,9 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 /// Cheap to clone (an `Arc`). Each call gets its own [`BindingArgs`], a detached copy of what the
 /// program passed (JSON `null` when it passed nothing). The resolution must be lossless JSON (see
 /// [`json`](crate::json)); otherwise the program's call rejects with a message naming the binding,
-/// and a `tracing` warning tells the host.
+/// and a `tracing` warning tells the host. (`serde_json` itself turns `json!(f64::NAN)` into
+/// `null` before the runtime sees it; no runtime can flag that one.) A closure that panics rejects
+/// the call with `binding "<global>.<name>" panicked` and a `tracing` error.
 ///
 /// # In-flight calls when a run ends
 ///

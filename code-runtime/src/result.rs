@@ -19,7 +19,7 @@ use crate::json::{self, JsonValue};
 /// - `value` is absent when the program returned nothing (`undefined` / `None`); a returned `null`
 ///   is `Some(JsonValue::Null)`;
 /// - every string in `logs` and the value (or the error message) together fit the provider's
-///   output budget (see [`OutputLedger`](crate::OutputLedger)).
+///   output budget (see [`OutputLedger`](crate::provider::OutputLedger)).
 ///
 /// The serde form is the reference JSON shape: `{"logs":[…],"value":…}` on success (no `value`
 /// key when there is none), `{"logs":[…],"error":{"kind":…,"message":…}}` on failure.

@@ -4,7 +4,8 @@
 //! - every crate opts into the workspace lints;
 //! - no module is named `utils` (module names are nouns for the things in them);
 //! - no function in a provider crate's sources is longer than 80 lines (a function that needs a
-//!   scroll bar is two functions).
+//!   scroll bar is two functions);
+//! - every file docs/conformance.md names exists, and every test it names is in that file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ pub(crate) fn run() -> Result<(), String> {
             }
         }
     }
+    problems.extend(conformance_map(&root));
     if problems.is_empty() {
         println!("tidy: ok");
         Ok(())
@@ -124,4 +126,38 @@ mod tests {
         let found = super::long_functions(&text);
         assert_eq!(found, vec![(7, "long".to_owned(), 87), (96, "inner".to_owned(), 87)]);
     }
+}
+
+/// The references of docs/conformance.md that do not hold: a row names a file (`` `path.rs` ``)
+/// followed directly (separated by spaces and commas only) by the tests in it
+/// (`` `test_name` ``).
+fn conformance_map(root: &Path) -> Vec<String> {
+    let Ok(map) = fs::read_to_string(root.join("docs/conformance.md")) else {
+        return vec!["docs/conformance.md: missing".to_owned()];
+    };
+    let mut problems = Vec::new();
+    for row in map.lines().filter(|line| line.starts_with("| C")) {
+        let case = row.split('|').nth(1).unwrap_or_default().trim();
+        // Odd pieces are quoted, even ones the text between quotes.
+        let pieces: Vec<&str> = row.split('`').collect();
+        let mut file: Option<String> = None;
+        for (index, item) in pieces.iter().enumerate().skip(1).step_by(2) {
+            let joined_to_previous = pieces[index - 1].chars().all(|c| c == ' ' || c == ',');
+            if item.contains('/') && item.contains('.') {
+                file = fs::read_to_string(root.join(item)).ok();
+                if file.is_none() {
+                    problems
+                        .push(format!("docs/conformance.md: {case} names a missing file {item}"));
+                }
+            } else if !joined_to_previous {
+                file = None;
+            } else if let Some(text) = &file {
+                if !text.contains(&format!("fn {item}(")) {
+                    problems
+                        .push(format!("docs/conformance.md: {case} names a missing test {item}"));
+                }
+            }
+        }
+    }
+    problems
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
 use crate::error::{ConfigError, ContractError};
@@ -164,7 +164,12 @@ impl Host {
             }
             Err(why) => return Ok(ledger.settle(Ending::Failed(why.to_owned()))),
         };
-        let mut stops = Stops { signal: &signal, disposed: self.gate.disposed(), wall, limits };
+        let mut stops = Stops {
+            cancelled: Box::pin(signal.cancelled_owned()),
+            disposed: Box::pin(self.gate.disposed().clone().cancelled_owned()),
+            wall,
+            limits,
+        };
         if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
             return Ok(ledger.settle(Ending::Stopped(reason)));
         }
@@ -185,21 +190,22 @@ impl Host {
     }
 }
 
-/// What stops a run from outside: the request's token, disposal, the wall clock.
-struct Stops<'a> {
-    signal: &'a CancellationToken,
-    disposed: &'a CancellationToken,
+/// What stops a run from outside: the request's token, disposal, the wall clock. Each future is
+/// made once per run: the host loop polls them on every turn.
+struct Stops {
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    disposed: Pin<Box<WaitForCancellationFutureOwned>>,
     wall: Pin<Box<Sleep>>,
     limits: Limits,
 }
 
-impl Stops<'_> {
+impl Stops {
     /// Runs `work` until it completes (`None`) or a stop comes first (`Some(reason)`).
     async fn first(&mut self, work: impl Future<Output = ()>) -> Option<StopReason> {
         tokio::select! {
             biased;
-            () = self.signal.cancelled() => Some(StopReason::Cancelled),
-            () = self.disposed.cancelled() => Some(StopReason::Disposed),
+            () = self.cancelled.as_mut() => Some(StopReason::Cancelled),
+            () = self.disposed.as_mut() => Some(StopReason::Disposed),
             () = self.wall.as_mut() => Some(StopReason::WallClock { max_wall_ms: self.limits.max_wall_ms }),
             () = work => None,
         }
@@ -231,7 +237,7 @@ async fn drive<S: Substrate>(
     mut running: Running<S>,
     mut calls: Calls,
     mut ledger: OutputLedger,
-    mut stops: Stops<'_>,
+    mut stops: Stops,
 ) -> CodeRunResult {
     let limits = stops.limits;
     let ending = {
@@ -299,14 +305,11 @@ struct ComputeCheck {
 impl ComputeCheck {
     fn new(limits: &Limits) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // The first look comes soon: a program can be over a tiny budget at once.
-        let next = reactor::enter(|| Box::pin(tokio::time::sleep(Duration::from_millis(1))));
-        Self {
-            budget: Duration::from_millis(limits.compute_ms),
-            compute_ms: limits.compute_ms,
-            cores: u32::try_from(cores).unwrap_or(u32::MAX),
-            next,
-        }
+        let cores = u32::try_from(cores).unwrap_or(u32::MAX);
+        let budget = Duration::from_millis(limits.compute_ms);
+        let first = (budget / cores).max(Duration::from_millis(1));
+        let next = reactor::enter(|| Box::pin(tokio::time::sleep(first)));
+        Self { budget, compute_ms: limits.compute_ms, cores, next }
     }
 
     async fn due(&mut self) {
