@@ -115,19 +115,6 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
     found
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn long_functions_are_found() {
-        let body = "    x += 1;\n".repeat(85);
-        let text = format!(
-            "//! A file.\n\npub(crate) fn short() {{\n    1\n}}\n\nasync fn long() {{\n{body}}}\n\nimpl X {{\n    fn inner() {{\n{body}    }}\n}}\n"
-        );
-        let found = super::long_functions(&text);
-        assert_eq!(found, vec![(7, "long".to_owned(), 87), (96, "inner".to_owned(), 87)]);
-    }
-}
-
 /// The references of docs/conformance.md that do not hold: a row names a file (`` `path.rs` ``)
 /// followed directly (separated by spaces and commas only) by the tests in it
 /// (`` `test_name` ``).
@@ -160,4 +147,17 @@ fn conformance_map(root: &Path) -> Vec<String> {
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_functions_are_found() {
+        let body = "    x += 1;\n".repeat(85);
+        let text = format!(
+            "//! A file.\n\npub(crate) fn short() {{\n    1\n}}\n\nasync fn long() {{\n{body}}}\n\nimpl X {{\n    fn inner() {{\n{body}    }}\n}}\n"
+        );
+        let found = super::long_functions(&text);
+        assert_eq!(found, vec![(7, "long".to_owned(), 87), (96, "inner".to_owned(), 87)]);
+    }
 }
