@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
-use code_runtime_python::{PythonCodeRuntime, PythonConfig};
+use code_runtime_python::{PythonCodeRuntime, PythonConfig, SandboxOptions};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 use futures::future::join_all;
 use serde_json::json;
@@ -46,10 +46,11 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         let bare = bare_python(python.executable(), samples);
         let runtime: Arc<dyn CodeRuntime> = Arc::new(python);
         let mut figures = tokio.block_on(measure(&runtime, samples, quick));
-        figures["trivial_run_ms"]["mode"] = json!("fresh process per run");
+        figures["trivial_run_ms"]["mode"] = json!("fresh cell per run");
         report["baselines"]["python_bare_start_ms"] = json!({"p50": bare, "n": samples});
         report["ratios"]["py_trivial_vs_bare_python"] =
             json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / bare);
+        figures["sandbox_layers_ms"] = tokio.block_on(sandbox_layers(samples / 3));
         report["python"] = figures;
     }
 
@@ -67,6 +68,18 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
                 json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / node);
         }
         report["typescript"] = figures;
+    }
+    let oneshots = if quick { 10 } else { 30 };
+    for (key, run) in [("typescript", language != "python"), ("python", language != "typescript")] {
+        if run {
+            report["cli_oneshot_ms"][key] = cli_oneshot(key, oneshots)
+                .map_or(JsonValue::Null, |p50| json!({"p50": p50, "n": oneshots}));
+        }
+    }
+    let bare = report["baselines"]["python_bare_start_ms"]["p50"].as_f64();
+    if let (Some(oneshot), Some(bare)) = (report["cli_oneshot_ms"]["python"]["p50"].as_f64(), bare)
+    {
+        report["ratios"]["py_cli_oneshot_vs_bare_python"] = json!(oneshot / bare);
     }
     if as_json {
         crate::print_stdout(&json::encode(&report));
@@ -129,6 +142,74 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
         "fanout_100x20": {"ok": ok, "failed": 100 - ok, "seconds": seconds},
         "idle_run_rss_mb": idle_memory(runtime).await,
     })
+}
+
+/// What each layer of the sandbox costs a trivial Python run: its p50 with no layer, each layer
+/// alone, and all of them. A combination this machine cannot run (a root host without
+/// namespaces runs programs as a uid of their own, which may not reach an interpreter under
+/// `/root`) is reported with its error.
+async fn sandbox_layers(samples: usize) -> JsonValue {
+    let none =
+        SandboxOptions { namespaces: false, landlock: false, seccomp: false, require: false };
+    let mut figures = json!({});
+    for (name, options) in [
+        ("none", none),
+        ("seccomp", SandboxOptions { seccomp: true, ..none }),
+        ("landlock", SandboxOptions { landlock: true, ..none }),
+        ("namespaces", SandboxOptions { namespaces: true, ..none }),
+        ("all", SandboxOptions::default()),
+    ] {
+        let runtime = match PythonCodeRuntime::new(PythonConfig {
+            sandbox: options,
+            ..PythonConfig::default()
+        }) {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                figures[name] = json!({"error": error.to_string()});
+                continue;
+            }
+        };
+        let _ = runtime.run(CodeRunRequest::new("return 1")).await;
+        let mut times = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            let start = Instant::now();
+            let _ = runtime.run(CodeRunRequest::new("return 1")).await;
+            times.push(start.elapsed());
+        }
+        figures[name] = json!({"p50": ms(percentiles(&mut times).0), "n": samples});
+    }
+    figures
+}
+
+/// The whole `code-runtime run one.ts|one.py` process, start to exit, p50 in ms (the first
+/// runs, which fill the interpreter probe's cache, are not counted).
+fn cli_oneshot(language: &str, samples: usize) -> Option<f64> {
+    let (extension, program) = match language {
+        "python" => ("py", "print('one')\nreturn 1\n"),
+        _ => ("ts", "console.log('one');\nreturn 1;\n"),
+    };
+    let dir = std::env::temp_dir().join(format!("code-runtime-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("one.{extension}"));
+    std::fs::write(&path, program).ok()?;
+    let executable = std::env::current_exe().ok()?;
+    let mut times = Vec::with_capacity(samples);
+    for round in 0..samples + 3 {
+        #[expect(clippy::disallowed_methods, reason = "the whole command is what is measured")]
+        let mut command = std::process::Command::new(&executable);
+        command.arg("run").arg(&path).stdout(std::process::Stdio::null());
+        let start = Instant::now();
+        let status = command.status().ok()?;
+        if round >= 3 {
+            times.push(start.elapsed());
+        }
+        if !status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(ms(percentiles(&mut times).0))
 }
 
 /// Memory added per live run while 20 runs wait on a binding: this process's resident set plus
@@ -271,6 +352,19 @@ fn table(report: &JsonValue) -> String {
             number(&["fanout_100x20", "seconds"])
         ));
         out.push_str(&format!("  idle live run      {:>8.2} MB\n", number(&["idle_run_rss_mb"])));
+        if let Some(layers) = figures.get("sandbox_layers_ms").and_then(JsonValue::as_object) {
+            let listed: Vec<String> = layers
+                .iter()
+                .map(|(name, figure)| match figure["p50"].as_f64() {
+                    Some(p50) => format!("{name} {p50:.2}"),
+                    None => format!("{name} n/a"),
+                })
+                .collect();
+            out.push_str(&format!("  sandbox layers     p50 ms: {}\n", listed.join(", ")));
+        }
+        if let Some(p50) = report["cli_oneshot_ms"][language]["p50"].as_f64() {
+            out.push_str(&format!("  one-shot CLI run   p50 {p50:>8.2} ms\n"));
+        }
     }
     let baseline = |key: &str| {
         report["baselines"].get(key).and_then(|b| b.get("p50")).and_then(JsonValue::as_f64)
@@ -288,6 +382,7 @@ fn table(report: &JsonValue) -> String {
     for (key, label) in [
         ("ts_trivial_vs_node_worker", "typescript trivial / node worker"),
         ("py_trivial_vs_bare_python", "python trivial / bare python"),
+        ("py_cli_oneshot_vs_bare_python", "python one-shot CLI run / bare python"),
     ] {
         if let Some(ratio) = report["ratios"].get(key).and_then(JsonValue::as_f64) {
             out.push_str(&format!("  ratio {label}: {ratio:.2}x\n"));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use code_runtime::provider::DEFAULT_MAX_CONCURRENT_RUNS;
 use code_runtime::{ConfigError, Limits};
+use code_runtime_sandbox::Options as SandboxOptions;
 
 /// Configuration of the Python provider.
 ///
@@ -17,9 +18,11 @@ use code_runtime::{ConfigError, Limits};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PythonConfig {
-    /// The budgets of every run. `max_memory_mb` becomes the child's `RLIMIT_AS` (its whole address
-    /// space, interpreter included), and `compute_ms` its CPU time, polled at millisecond precision
-    /// with `RLIMIT_CPU` as the kernel's backstop.
+    /// The budgets of every run, charged for the whole cell: `compute_ms` is the CPU time of
+    /// every process of the run (polled, with `RLIMIT_CPU` as the kernel's backstop on each), and
+    /// `max_memory_mb` bounds each process's address space (`RLIMIT_AS`, interpreter included),
+    /// the cell's `/tmp` (where files go), and the resident memory of all its processes together
+    /// (polled).
     pub limits: Limits,
     /// The interpreter: a path, or a name looked up in `PATH` (default `python3`). Resolved once at
     /// construction to the real executable (`sys.executable`), so version-manager shims are not
@@ -30,10 +33,14 @@ pub struct PythonConfig {
     /// the output budget: `2 × max_output_bytes + 1 MiB`, which every honest frame fits (the child
     /// clips logs and refuses oversized values and arguments before sending them).
     pub max_frame_bytes: Option<usize>,
-    /// Whether to give each run its own PID namespace when the kernel allows it (default `true`).
-    /// Without one, the supervisor of each run is a child subreaper and sweeps what the program
-    /// left behind; see [`Containment`](crate::Containment).
-    pub pid_namespace: bool,
+    /// The layers of the sandbox cell every run executes in, and whether a layer this machine
+    /// cannot give is a construction error (`sandbox.require`, the default: DESIGN.md's
+    /// `require_sandbox`). See [`PythonCodeRuntime::containment`](crate::PythonCodeRuntime::containment).
+    pub sandbox: SandboxOptions,
+    /// Processes and threads a run may have at once, all of its cell together, the cell's init
+    /// and the interpreter included (default 64). Enforced where the sandbox has a user namespace
+    /// or the host is root (see `Containment::process_limit`).
+    pub max_processes: u32,
     /// Runs in flight at once (each is a child process); more wait in a queue, their wall clock
     /// running. Default 64.
     pub max_concurrent_runs: usize,
@@ -68,12 +75,16 @@ impl Default for PythonConfig {
             limits: Limits::default(),
             interpreter: PathBuf::from("python3"),
             max_frame_bytes: None,
-            pid_namespace: true,
+            sandbox: SandboxOptions::default(),
+            max_processes: DEFAULT_MAX_PROCESSES,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
             probe_cache: ProbeCache::default(),
         }
     }
 }
+
+/// Processes and threads of one run, unless configured.
+pub const DEFAULT_MAX_PROCESSES: u32 = 64;
 
 /// The smallest frame limit accepted: room for a boot frame and short messages.
 const MIN_FRAME_BYTES: usize = 64 * 1024;
@@ -86,6 +97,14 @@ impl PythonConfig {
     /// The first invalid setting.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
+        // The cell's init and the interpreter count.
+        if self.max_processes < 2 {
+            return Err(ConfigError::new(
+                "max_processes",
+                "must be at least 2",
+                self.max_processes,
+            ));
+        }
         if let Some(frame) = self.max_frame_bytes {
             let floor = self.output_bytes().saturating_add(MIN_FRAME_BYTES);
             if frame < floor {

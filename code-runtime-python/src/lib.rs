@@ -1,5 +1,5 @@
-//! The Python provider of code-runtime: a fresh, contained `python3` child per run, driven over
-//! JSON-lines frames on fd 3.
+//! The Python provider of code-runtime: a fresh `python3` per run, in a sandbox cell of its own
+//! (`code-runtime-sandbox`), driven over JSON-lines frames on fd 3.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,30 +34,36 @@
 //!
 //! ## Limits and caveats
 //!
-//! - Containment is the operating system's, not Python's: an empty environment, stdin from
-//!   `/dev/null`, a fresh private working directory, fds other than 0-3 closed, its own session,
-//!   a parent-death signal, `RLIMIT_AS` from `max_memory_mb`, core dumps off, `RLIMIT_CPU` as a
-//!   backstop, and nothing the program starts survives the run ([`Containment`] says how). The
-//!   program can still read what the host's user can read, open network connections, and see the
-//!   host's process list in `/proc`: run the host under a dedicated user or a container when that
-//!   matters.
-//! - `compute_ms` is the worker process's CPU time (all its threads), polled at millisecond
-//!   precision; processes the program forks are not counted, but do not survive the run.
+//! - Containment is the operating system's, not Python's: every run is a cell of
+//!   `code-runtime-sandbox` (user, pid, mount, network, ipc and uts namespaces, Landlock, seccomp,
+//!   no privileges, rlimits), in which the program sees a minimal read-only root (the
+//!   interpreter's files, shared libraries, a few devices), its own `/proc`, a private `/tmp` the
+//!   size of the memory budget holding a fresh work directory, an empty environment, no network,
+//!   and nothing of the host; nothing it starts outlives the run.
+//!   [`containment`](PythonCodeRuntime::containment) says which layers hold on this machine;
+//!   with `sandbox.require` (the default) construction fails when one asked for does not.
+//!   docs/security.md is the threat model.
+//! - `compute_ms` is the CPU time of every process of the run, the interpreter's (read at
+//!   nanosecond precision) and its children's, polled as the budget nears its end; memory is
+//!   bounded per process (`RLIMIT_AS`) and for the whole cell (its resident memory and its
+//!   `/tmp`, polled every 10 ms).
 //! - A memory allocation the budget cannot hold is a `MemoryError` the program may catch.
-//! - Children are forked by one long-lived thread of this crate, so a run does not depend on
-//!   which host thread polls it. The host process must ignore `SIGPIPE` (Rust binaries do): a
-//!   child that dies while the host writes to it would otherwise end the host.
+//! - Cells are cloned by one long-lived thread of the sandbox crate, so a run does not depend on
+//!   which host thread polls it. A cell's processes are children of the host process: a host
+//!   that reaps *any* child (`waitpid(-1)`) would steal their statuses. The host process must
+//!   ignore `SIGPIPE` (Rust binaries do): a cell that dies while the host writes to it would
+//!   otherwise end the host.
 //! - Values nest up to about 20 000 levels inside Python (its JSON scanner recurses); the host
 //!   side has no depth limit.
 #![warn(missing_docs)]
 
+mod cell;
 pub mod codec;
 mod command;
 mod config;
 pub mod frame;
 mod pipe;
 mod probe;
-mod spawner;
 mod substrate;
 
 use std::path::PathBuf;
@@ -67,7 +73,9 @@ use code_runtime::{
     CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, Limits,
 };
 
-pub use crate::config::{ProbeCache, PythonConfig};
+pub use code_runtime_sandbox::{Containment, Options as SandboxOptions, SandboxError};
+
+pub use crate::config::{DEFAULT_MAX_PROCESSES, ProbeCache, PythonConfig};
 
 /// The frame protocol's channel: the child's fd 3.
 pub const PROTOCOL_FD: i32 = 3;
@@ -75,26 +83,15 @@ pub const PROTOCOL_FD: i32 = 3;
 /// The child bootstrap, embedded in the binary and compiled by the interpreter once.
 pub const BOOTSTRAP: &str = command::BOOTSTRAP;
 
-/// How a run's descendants are kept from outliving it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Containment {
-    /// Each run is its own PID namespace; the kernel ends every process in it with the worker.
-    PidNamespace,
-    /// No PID namespace could be created (no CAP_SYS_ADMIN): the supervisor is a child subreaper
-    /// and kills what is re-parented to it. A process that escapes both (for example one that a
-    /// non-descendant started on the program's behalf) is not covered.
-    SubreaperSweep,
-}
-
 /// Why a [`PythonCodeRuntime`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PythonError {
     /// An invalid setting.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The interpreter cannot run programs: it is missing, too old, or does not start contained.
+    /// The interpreter cannot run programs: it is missing, too old, or does not start in its
+    /// sandbox cell.
     #[error("code-runtime-python: the interpreter {} cannot run programs: {why}", interpreter.display())]
     Interpreter {
         /// The interpreter as configured.
@@ -105,33 +102,42 @@ pub enum PythonError {
     /// The probe's thread could not be started ([`PythonCodeRuntime::start`]).
     #[error("code-runtime-python: cannot start the interpreter probe: {0}")]
     Probe(String),
+    /// The sandbox cannot be had: a layer `sandbox.require` asks for does not hold on this
+    /// machine (the message says which, why, and what to do), or a path cannot be granted.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
-/// A [`CodeRuntime`] that runs Python programs, one fresh contained `python3` process per run.
+/// A [`CodeRuntime`] that runs Python programs, one fresh `python3` per run in a sandbox cell.
 #[derive(Debug)]
 pub struct PythonCodeRuntime {
     config: PythonConfig,
     probe: probe::Probe,
+    cell: cell::PythonCell,
     host: Host,
 }
 
 impl PythonCodeRuntime {
-    /// Validates `config` and probes the interpreter: resolves it to its real executable, checks
-    /// that it starts contained, and compiles the bootstrap with it. The probe is remembered
+    /// Validates `config`, probes the interpreter (resolves it to its real executable, lists the
+    /// files it reads, compiles the bootstrap with it, and checks that it starts in a sandbox
+    /// cell under the memory budget) and plans the cells of its runs. The probe is remembered
     /// ([`PythonConfig::probe_cache`]), so this costs a file read after the first time; otherwise
     /// it blocks for a few hundred milliseconds (see [`start`](Self::start) for async hosts).
+    /// The first construction in a process also learns which sandbox layers the machine gives,
+    /// by starting a few trial cells (milliseconds).
     ///
     /// # Errors
     ///
     /// [`PythonError::Config`] for invalid limits or a frame limit below the output budget,
     /// [`PythonError::Interpreter`] for an interpreter that cannot be found, is older than 3.9,
-    /// or does not start under the memory limit.
+    /// or does not start in its cell under the memory limit, [`PythonError::Sandbox`] for a
+    /// sandbox layer required but missing.
     pub fn new(config: PythonConfig) -> Result<Self, PythonError> {
         config.validate()?;
         let host = Host::new(config.limits, config.max_concurrent_runs)?;
-        let rlimits = command::Rlimits::of(&config.limits, config.pid_namespace);
-        let probe = probe::probe(&config.interpreter, rlimits, &config.probe_cache)?;
-        Ok(Self { config, probe, host })
+        let probe = probe::probe(&config)?;
+        let cell = cell::PythonCell::new(&probe, &config)?;
+        Ok(Self { config, probe, cell, host })
     }
 
     /// [`new`](Self::new) on a thread of its own, so an async host's executor is not blocked by
@@ -156,9 +162,9 @@ impl PythonCodeRuntime {
         &self.probe.executable
     }
 
-    /// How runs are kept from leaving processes behind on this machine.
+    /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
-        self.probe.containment
+        self.cell.containment()
     }
 
     /// Whether construction read the probe from the cache instead of starting the interpreter.
@@ -190,10 +196,12 @@ impl CodeRuntime for PythonCodeRuntime {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future kills the child at once; it is reaped and its working directory
-    /// removed on the provider's reactor, which [`dispose`](CodeRuntime::dispose) waits for.
+    /// Dropping the future kills the run's cell at once; it is reaped on the provider's reactor,
+    /// which [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        self.host.run(request, |start| substrate::start(&self.config, &self.probe, start)).await
+        self.host
+            .run(request, |start| substrate::start(&self.config, &self.probe, &self.cell, start))
+            .await
     }
 
     async fn dispose(&self) {

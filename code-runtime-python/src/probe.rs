@@ -1,21 +1,22 @@
 //! The interpreter probe: what a provider learns of its interpreter once, at construction (the
-//! real executable behind a name or a shim, its version, whether it starts contained, and the
-//! bootstrap compiled to its bytecode), and the on-disk cache that makes it cost a file read on
-//! the next construction, in this process or another.
+//! real executable behind a name or a shim, its version, the files it needs, whether it starts in
+//! a sandbox cell, and the bootstrap compiled to its bytecode), and the on-disk cache that makes
+//! it cost a file read on the next construction, in this process or another.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use code_runtime::json;
 use serde_json::json;
 
-use crate::command::{self, BOOTSTRAP, Environment, Rlimits};
+use crate::cell::PythonCell;
+use crate::command::{self, BOOTSTRAP, Environment};
 use crate::config::ProbeCache;
-use crate::{Containment, PythonError};
+use crate::{PythonConfig, PythonError};
 
 /// The bootstrap, compiled once by the run's own interpreter: compiling the source costs a run
 /// about 4 ms, loading the bytecode about 0.1 ms. It reaches each child on its frame channel ahead
@@ -30,23 +31,22 @@ pub(crate) struct Bootstrap {
 #[derive(Clone, Debug)]
 pub(crate) struct Probe {
     pub(crate) executable: PathBuf,
-    pub(crate) containment: Containment,
+    /// What the interpreter reads: its executable, its standard library, the directories of the
+    /// shared libraries it maps. Granted read-only to its cells.
+    pub(crate) files: Vec<PathBuf>,
     pub(crate) bootstrap: Bootstrap,
     /// Whether this came from the cache.
     pub(crate) cached: bool,
 }
 
-/// Probes `interpreter` under `rlimits`, or reads the probe `cache` holds for it.
-pub(crate) fn probe(
-    interpreter: &Path,
-    rlimits: Rlimits,
-    cache: &ProbeCache,
-) -> Result<Probe, PythonError> {
-    let entry = cache_dir(cache).and_then(|dir| Entry::for_interpreter(dir, interpreter, rlimits));
+/// Probes the interpreter of `config`, or reads the probe its cache holds for it.
+pub(crate) fn probe(config: &PythonConfig) -> Result<Probe, PythonError> {
+    let entry = cache_dir(&config.probe_cache)
+        .and_then(|dir| Entry::for_interpreter(dir, &config.interpreter, &key_settings(config)));
     if let Some(probe) = entry.as_ref().and_then(Entry::read) {
         return Ok(probe);
     }
-    let probe = probe_now(interpreter, rlimits)?;
+    let probe = probe_now(config)?;
     if let Some(entry) = entry {
         // A cache that cannot be written is only a slower next start.
         let _ = entry.write(&probe);
@@ -54,11 +54,22 @@ pub(crate) fn probe(
     Ok(probe)
 }
 
-fn probe_now(interpreter: &Path, rlimits: Rlimits) -> Result<Probe, PythonError> {
-    let invalid =
-        |why: String| PythonError::Interpreter { interpreter: interpreter.to_owned(), why };
+/// The settings a probe's outcome depends on besides the interpreter: whether it starts in a
+/// cell depends on the cell's layers and memory.
+fn key_settings(config: &PythonConfig) -> String {
+    format!(
+        "sandbox {:?}
+memory {}",
+        config.sandbox,
+        config.limits.memory_bytes()
+    )
+}
+
+fn probe_now(config: &PythonConfig) -> Result<Probe, PythonError> {
+    let interpreter = &config.interpreter;
+    let invalid = |why: String| PythonError::Interpreter { interpreter: interpreter.clone(), why };
     let executable = resolve(interpreter).map_err(invalid)?;
-    let (version, containment) = check_contained(&executable, rlimits).map_err(invalid)?;
+    let (version, files) = describe(&executable).map_err(invalid)?;
     if version < 309 {
         return Err(invalid(format!(
             "{} is Python {}.{}; 3.9 or newer is needed",
@@ -68,7 +79,9 @@ fn probe_now(interpreter: &Path, rlimits: Rlimits) -> Result<Probe, PythonError>
         )));
     }
     let bootstrap = compile_bootstrap(&executable).map_err(invalid)?;
-    Ok(Probe { executable, containment, bootstrap, cached: false })
+    let probe = Probe { executable, files, bootstrap, cached: false };
+    PythonCell::check(&probe, config)?;
+    Ok(probe)
 }
 
 /// The interpreter's own binary, `/proc/self/exe` as it sees it: a shim started by a bare name
@@ -84,25 +97,58 @@ fn resolve(interpreter: &Path) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
-/// Starts the executable contained as a run is, and reports its version and the containment.
-fn check_contained(executable: &Path, rlimits: Rlimits) -> Result<(u32, Containment), String> {
-    const SCRIPT: &str = "import sys, posix\n\
-        sys.stdout.write('%d\\n%d\\n' % (sys.version_info[0] * 100 + sys.version_info[1], posix.getpid()))";
-    let output = command::run_contained(executable, SCRIPT, rlimits)
+/// The interpreter's version (`major * 100 + minor`) and the files it reads: its executable,
+/// the entries of its `sys.path`, and the directories of every shared library it maps once the
+/// standard library's extension modules are loaded (a build under a version manager keeps
+/// `libpython` and its dependencies beside itself). The sandbox adds the system's library
+/// directories itself.
+fn describe(executable: &Path) -> Result<(u32, Vec<PathBuf>), String> {
+    const SCRIPT: &str = r#"import sys, json
+for name in ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "zlib", "_lzma", "_bz2",
+             "pyexpat", "_json", "_socket", "select", "math", "_datetime", "unicodedata",
+             "_uuid", "_zoneinfo", "_asyncio", "_multiprocessing", "_posixshmem", "readline"):
+    try:
+        __import__(name)
+    except Exception:
+        pass
+mapped = set()
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].startswith("/") and not fields[5].endswith(" (deleted)\n"):
+            mapped.add(fields[5].rstrip("\n").rsplit("/", 1)[0] or "/")
+sys.stdout.write(json.dumps({
+    "version": sys.version_info[0] * 100 + sys.version_info[1],
+    "path": [p for p in sys.path if p],
+    "mapped": sorted(mapped),
+}))"#;
+    let mut command = command::python_command(executable, Environment::Cleared);
+    command.args(["-c", SCRIPT]);
+    let output = command
+        .output()
         .map_err(|error| format!("{} does not start: {error}", executable.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut lines = stdout.lines();
-    let (Some(version), Some(pid)) = (lines.next(), lines.next()) else {
+    if !output.status.success() {
         return Err(format!(
-            "{} does not start contained ({}): {}",
+            "{} fails ({}): {}",
             executable.display(),
             output.status,
             last_line(&output.stderr)
         ));
+    }
+    let answer = json::parse(&String::from_utf8_lossy(&output.stdout))
+        .map_err(|error| format!("{} answers oddly: {error}", executable.display()))?;
+    let version = answer["version"].as_u64().and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    let listed = |key: &str| -> Vec<PathBuf> {
+        answer[key]
+            .as_array()
+            .map(|items| items.iter().filter_map(|item| item.as_str()).map(PathBuf::from).collect())
+            .unwrap_or_default()
     };
-    let containment =
-        if pid == "1" { Containment::PidNamespace } else { Containment::SubreaperSweep };
-    Ok((version.parse().unwrap_or(0), containment))
+    let mut files = vec![executable.to_owned()];
+    files.extend(listed("path").into_iter().chain(listed("mapped")).filter(|path| path.exists()));
+    files.sort();
+    files.dedup();
+    Ok((version, files))
 }
 
 fn compile_bootstrap(executable: &Path) -> Result<Bootstrap, String> {
@@ -145,7 +191,9 @@ fn last_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).lines().last().unwrap_or("no output").to_owned()
 }
 
-fn cache_dir(cache: &ProbeCache) -> Option<PathBuf> {
+/// The directory `cache` names, if any: the interpreter's probe and the sandbox's probe of the
+/// machine are remembered there.
+pub(crate) fn cache_dir(cache: &ProbeCache) -> Option<PathBuf> {
     match cache {
         ProbeCache::Off => None,
         ProbeCache::Dir(dir) => Some(dir.clone()),
@@ -167,11 +215,11 @@ struct Entry {
 impl Entry {
     /// The entry for `interpreter` as it resolves now, or `None` when it cannot be found on disk
     /// (the probe then reports why).
-    fn for_interpreter(dir: PathBuf, interpreter: &Path, rlimits: Rlimits) -> Option<Self> {
+    fn for_interpreter(dir: PathBuf, interpreter: &Path, settings: &str) -> Option<Self> {
         let found = locate(interpreter)?;
         let metadata = std::fs::metadata(&found).ok()?;
         let mut key = format!(
-            "code-runtime {}\ninterpreter {}\nfound {} {}\nrlimits {rlimits:?}\nuid {}\nbootstrap {:016x}\n",
+            "code-runtime {}\ninterpreter {}\nfound {} {}\n{settings}\nuid {}\nbootstrap {:016x}\n",
             env!("CARGO_PKG_VERSION"),
             interpreter.display(),
             found.display(),
@@ -195,15 +243,9 @@ impl Entry {
     }
 
     fn read(&self) -> Option<Probe> {
-        let metadata = std::fs::symlink_metadata(&self.path).ok()?;
-        // Only a regular file of ours that nobody else may write: the probe decides which
-        // executable every run starts.
-        // SAFETY: geteuid has no preconditions.
-        let uid = unsafe { libc::geteuid() };
-        if !metadata.is_file() || metadata.uid() != uid || metadata.mode() & 0o022 != 0 {
-            return None;
-        }
-        let bytes = std::fs::read(&self.path).ok()?;
+        // Only a file of ours that nobody else may write: the probe decides which executable
+        // every run starts, and what its cells may read.
+        let bytes = code_runtime_sandbox::cache::read_private(&self.path)?;
         let newline = bytes.iter().position(|&byte| byte == b'\n')?;
         let header = json::parse(std::str::from_utf8(&bytes[..newline]).ok()?).ok()?;
         if header["key"].as_str() != Some(self.key.as_str()) {
@@ -215,42 +257,28 @@ impl Entry {
         if header["executableIdentity"].as_str() != Some(now.as_str()) {
             return None;
         }
-        let containment = match header["containment"].as_str()? {
-            "pid-namespace" => Containment::PidNamespace,
-            "subreaper-sweep" => Containment::SubreaperSweep,
-            _ => return None,
-        };
+        let files: Vec<PathBuf> = header["files"]
+            .as_array()?
+            .iter()
+            .map(|file| file.as_str().map(PathBuf::from))
+            .collect::<Option<_>>()?;
         let prelude = bytes[newline + 1..].to_vec();
-        Some(Probe { executable, containment, bootstrap: Bootstrap { prelude }, cached: true })
+        Some(Probe { executable, files, bootstrap: Bootstrap { prelude }, cached: true })
     }
 
     fn write(&self, probe: &Probe) -> std::io::Result<()> {
-        let dir = self.path.parent().ok_or(std::io::ErrorKind::InvalidInput)?;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         let identity = identity(&std::fs::metadata(&probe.executable)?);
-        let containment = match probe.containment {
-            Containment::PidNamespace => "pid-namespace",
-            Containment::SubreaperSweep => "subreaper-sweep",
-        };
         let header = json!({
             "key": self.key,
             "executable": probe.executable.to_string_lossy(),
             "executableIdentity": identity,
-            "containment": containment,
+            "files": probe.files.iter().map(|file| file.to_string_lossy()).collect::<Vec<_>>(),
         });
-        // Written aside and renamed into place, so a reader never sees half an entry.
-        let partial = self.path.with_extension(format!("partial-{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&partial)?;
-        file.write_all(json::encode(&header).as_bytes())?;
-        file.write_all(b"\n")?;
-        file.write_all(&probe.bootstrap.prelude)?;
-        drop(file);
-        std::fs::rename(&partial, &self.path)
+        let header = json::encode(&header);
+        code_runtime_sandbox::cache::write_private(
+            &self.path,
+            &[header.as_bytes(), b"\n", &probe.bootstrap.prelude],
+        )
     }
 }
 
@@ -309,23 +337,26 @@ mod tests {
         dir
     }
 
-    fn rlimits() -> Rlimits {
-        Rlimits { address_space: 512 << 20, cpu_seconds: 61, pid_namespace: true }
+    fn config(cache: &ProbeCache) -> PythonConfig {
+        PythonConfig { probe_cache: cache.clone(), ..PythonConfig::default() }
     }
 
     #[test]
     fn a_probe_is_remembered_and_reused() {
         let dir = scratch("reuse");
         let cache = ProbeCache::Dir(dir.clone());
-        let first = probe(Path::new("python3"), rlimits(), &cache).unwrap();
+        let first = probe(&config(&cache)).unwrap();
         assert!(!first.cached);
-        let second = probe(Path::new("python3"), rlimits(), &cache).unwrap();
+        assert!(first.files.contains(&first.executable), "{:?}", first.files);
+        let second = probe(&config(&cache)).unwrap();
         assert!(second.cached, "the second construction reads the cache");
         assert_eq!(second.executable, first.executable);
+        assert_eq!(second.files, first.files);
         assert_eq!(second.bootstrap.prelude, first.bootstrap.prelude);
         // A different memory limit is a different entry.
-        let other = Rlimits { address_space: 256 << 20, ..rlimits() };
-        assert!(!probe(Path::new("python3"), other, &cache).unwrap().cached);
+        let mut other = config(&cache);
+        other.limits.max_memory_mb = 256;
+        assert!(!probe(&other).unwrap().cached);
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -333,8 +364,9 @@ mod tests {
     fn an_entry_that_is_not_ours_or_is_stale_is_not_used() {
         let dir = scratch("stale");
         let cache = ProbeCache::Dir(dir.clone());
-        probe(Path::new("python3"), rlimits(), &cache).unwrap();
-        let entry = Entry::for_interpreter(dir.clone(), Path::new("python3"), rlimits()).unwrap();
+        probe(&config(&cache)).unwrap();
+        let settings = key_settings(&config(&cache));
+        let entry = Entry::for_interpreter(dir.clone(), Path::new("python3"), &settings).unwrap();
         let bytes = std::fs::read(&entry.path).unwrap();
         assert!(header_field(&bytes, "executable").is_some());
         // The executable it names changed (here: its identity does not match any more).
@@ -346,7 +378,7 @@ mod tests {
         std::fs::write(&entry.path, text.as_bytes()).unwrap();
         assert!(entry.read().is_none());
         // Writable by others: not trusted.
-        probe(Path::new("python3"), rlimits(), &ProbeCache::Off).unwrap();
+        probe(&config(&ProbeCache::Off)).unwrap();
         std::fs::write(&entry.path, &bytes).unwrap();
         assert!(entry.read().is_some());
         std::fs::set_permissions(&entry.path, std::os::unix::fs::PermissionsExt::from_mode(0o666))

@@ -1,32 +1,40 @@
-//! One run's child process as the host loop's [`Substrate`]: the host side of the fd-3 protocol,
-//! the captured pipes, and teardown.
+//! One run's cell as the host loop's [`Substrate`]: the host side of the fd-3 protocol, the
+//! captured pipes, the whole-cell budgets, and teardown.
 
 use std::collections::{HashSet, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::PathBuf;
-use std::process::{Child, ExitStatus};
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use code_runtime::provider::{
-    BindingTable, CallId, CpuClock, Ending, Event, Start, StopReason, Substrate, Teardown,
-    catalogue, reactor,
+    BindingTable, CallId, Ending, Event, Start, StopReason, Substrate, Teardown, catalogue, reactor,
 };
 use code_runtime::{BindingArgs, BindingError, FailureKind, JsonValue, Limits};
+use code_runtime_sandbox::{Cell, CellExit, CellIo};
 use futures::future::BoxFuture;
 use futures::{Sink, StreamExt};
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::time::Sleep;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+use crate::PythonConfig;
+use crate::cell::{self, PythonCell};
 use crate::codec::{FrameCodec, FrameError};
-use crate::command::{self, Rlimits};
 use crate::frame::{self, ChildFrame, Done};
 use crate::pipe::PipeLines;
 use crate::probe::Probe;
-use crate::{PythonConfig, spawner};
+
+/// How often the whole cell's resident memory is compared with the budget. Each look reads a
+/// few `/proc` files per process of the cell (tens of microseconds); a burst between looks is
+/// still bounded by each process's address-space limit.
+const MEMORY_INTERVAL: Duration = Duration::from_millis(10);
+
+/// How long a run whose channel ended waits for its cell to exit by itself before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(100);
 
 /// How many frames one poll reads before yielding, so a child that floods fd 3 (with junk, say)
 /// cannot keep the host loop from its other branches.
@@ -36,9 +44,11 @@ const FRAMES_PER_POLL: usize = 64;
 /// `direction` (`host` or `child`) and `frame`; the prelude as `prelude_bytes`.
 pub(crate) const WIRE: &str = "code_runtime_python::wire";
 
-/// One run's child, seen from the host.
+/// One run's cell, seen from the host.
 pub(crate) struct ChildSubstrate {
     process: Process,
+    /// The next look at the cell's memory.
+    memory_check: Pin<Box<Sleep>>,
     frames: FramedRead<OwnedReadHalf, FrameCodec>,
     sink: FramedWrite<OwnedWriteHalf, FrameCodec>,
     /// Frames to the child, written by `poll_event` as the socket takes them: never awaited in
@@ -53,45 +63,51 @@ pub(crate) struct ChildSubstrate {
     seen: HashSet<CallId>,
     stdout: PipeLines,
     stderr: PipeLines,
-    workdir: Option<Workdir>,
     limits: Limits,
     /// Whether fd 3 ended in the middle of a frame.
     truncated: bool,
 }
 
-/// Starts the child of one run (on the spawner thread) and sends it the bootstrap and `boot`.
+/// Starts the cell of one run and sends its interpreter the bootstrap and `boot`.
 pub(crate) async fn start(
     config: &PythonConfig,
     probe: &Probe,
+    cell: &PythonCell,
     start: Start,
 ) -> Result<ChildSubstrate, Ending> {
-    let failed = |what: &str, error: std::io::Error| Ending::Failed(format!("{what}: {error}"));
+    let failed =
+        |what: &str, error: &dyn std::fmt::Display| Ending::Failed(format!("{what}: {error}"));
     let (host_end, child_end) = std::os::unix::net::UnixStream::pair()
-        .map_err(|e| failed("cannot create the channel", e))?;
-    let workdir =
-        Workdir::create().map_err(|e| failed("cannot create the working directory", e))?;
-    let rlimits = Rlimits::of(&start.limits, config.pid_namespace);
-    let (executable, path) = (probe.executable.clone(), workdir.path.clone());
-    let supervisor = spawner::spawn(move || {
-        // The child has its own copy as fd 3; ours closes here, so EOF means "the child is gone".
-        command::spawn_run(&executable, &path, child_end.as_raw_fd(), rlimits)
-    })
-    .await
-    .map_err(|e| failed("cannot start python", e))?;
-    let mut process = Process::new(supervisor).map_err(|e| failed("cannot watch python", e))?;
+        .map_err(|e| failed("cannot create the channel", &e))?;
+    let (stdout, stdout_write) = cell::pipe().map_err(|e| failed("cannot create a pipe", &e))?;
+    let (stderr, stderr_write) = cell::pipe().map_err(|e| failed("cannot create a pipe", &e))?;
+    let stdin =
+        std::fs::File::open("/dev/null").map_err(|e| failed("cannot open /dev/null", &e))?;
+    let io = CellIo {
+        stdin: stdin.into(),
+        stdout: stdout_write,
+        stderr: stderr_write,
+        channel: child_end.into(),
+    };
+    // The cell holds the other ends now: EOF on any of them means the cell is gone.
+    let running =
+        cell.start(io, &start.limits).await.map_err(|e| failed("cannot start python", &e))?;
+    let mut process = Process::new(running).map_err(|e| failed("cannot watch python", &e))?;
     let (frames, sink) = match channel(host_end, &probe.bootstrap.prelude, config.frame_bytes()) {
         Ok(halves) => halves,
         Err(error) => {
             process.kill();
-            return Err(failed("cannot send the bootstrap", error));
+            return Err(failed("cannot send the bootstrap", &error));
         }
     };
     let cap = start.limits.output_bytes();
     let boot = frame::boot(&start.namespaces, start.limits.max_output_bytes, config.frame_bytes());
+    let memory_check = reactor::enter(|| Box::pin(tokio::time::sleep(MEMORY_INTERVAL)));
     Ok(ChildSubstrate {
-        stdout: PipeLines::new(process.supervisor.stdout.take().map(OwnedFd::from), cap),
-        stderr: PipeLines::new(process.supervisor.stderr.take().map(OwnedFd::from), cap),
+        stdout: PipeLines::new(Some(stdout), cap),
+        stderr: PipeLines::new(Some(stderr), cap),
         process,
+        memory_check,
         frames,
         sink,
         outbox: VecDeque::from([boot]),
@@ -99,7 +115,6 @@ pub(crate) async fn start(
         table: start.table,
         program: Some(start.program),
         seen: HashSet::new(),
-        workdir: Some(workdir),
         limits: start.limits,
         truncated: false,
     })
@@ -129,6 +144,9 @@ fn channel(
 
 impl Substrate for ChildSubstrate {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
+        if let Some(event) = self.poll_memory(cx) {
+            return Poll::Ready(event);
+        }
         self.poll_write(cx);
         let event = self.poll_frames(cx).or_else(|| self.poll_pipes(cx));
         // A frame may have queued a reply (an unknown binding).
@@ -162,22 +180,58 @@ impl Substrate for ChildSubstrate {
 
     fn teardown(mut self, ending: Ending) -> BoxFuture<'static, Teardown> {
         Box::pin(async move {
-            // Give a worker that already sent `done`, or died, no chance to linger.
-            self.process.kill();
-            let status = self.process.reap().await;
-            if let Some(workdir) = self.workdir.take() {
-                workdir.remove().await;
+            if matches!(ending, Ending::Exited(_)) {
+                // The channel ended: the program is most likely gone and the init follows it at
+                // once with its status, which killing the init first would lose.
+                self.process.wait_exit(EXIT_GRACE).await;
             }
+            // Give a program that already sent `done`, or died, no chance to linger.
+            self.process.kill();
+            // The pipes end as soon as the program's processes are dead, before the kernel has
+            // torn the cell's namespaces down (unmounting its file system waits for RCU).
             let within = Duration::from_secs(1);
             let mut logs = self.stdout.drain(within).await;
             logs.extend(self.stderr.drain(within).await);
-            let ending = self.refine(ending, status);
-            Teardown { ending, logs }
+            let mut process = self.process;
+            if !matches!(ending, Ending::Exited(_)) {
+                // The result does not depend on how the cell ends: reap it in the background.
+                let cleanup: BoxFuture<'static, ()> = Box::pin(async move {
+                    process.reap().await;
+                });
+                return Teardown { ending, logs, cleanup: Some(cleanup) };
+            }
+            let exit = process.reap().await;
+            let ending = refine(ending, exit, process.last_cpu(), &self.limits, self.truncated);
+            Teardown::new(ending, logs)
         })
     }
 }
 
 impl ChildSubstrate {
+    /// Compares the whole cell's memory with the budget when a look is due.
+    fn poll_memory(&mut self, cx: &mut Context<'_>) -> Option<Event> {
+        if self.memory_check.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let used = self.process.memory_used();
+        if used > self.limits.memory_bytes() {
+            tracing::debug!(
+                used,
+                budget = self.limits.memory_bytes(),
+                "the cell is over its memory budget"
+            );
+            self.process.kill();
+            return Some(Event::Ended(Ending::Stopped(StopReason::OutOfMemory {
+                max_memory_mb: self.limits.max_memory_mb,
+            })));
+        }
+        let next = tokio::time::Instant::now() + MEMORY_INTERVAL;
+        self.memory_check.as_mut().reset(next);
+        // Registers the new deadline with the waker.
+        let _ = self.memory_check.as_mut().poll(cx);
+        None
+    }
+
     /// Moves queued frames into the sink and flushes it, as far as the socket takes them.
     fn poll_write(&mut self, cx: &mut Context<'_>) {
         let mut sink = std::pin::Pin::new(&mut self.sink);
@@ -282,71 +336,63 @@ impl ChildSubstrate {
         }
         None
     }
+}
 
-    /// An ending the loop could only guess at, made exact with the worker's exit status.
-    fn refine(&self, ending: Ending, status: Option<ExitStatus>) -> Ending {
-        let Ending::Exited(_) = ending else { return ending };
-        // The supervisor exits with the worker's status, `128 + signal` when it was killed.
-        let code = status.and_then(|status| status.code());
-        let by_cpu_limit = code == Some(128 + libc::SIGXCPU)
-            || (code == Some(128 + libc::SIGKILL)
-                && self.process.last_cpu() + Duration::from_millis(100)
-                    >= Duration::from_millis(self.limits.compute_ms));
-        if by_cpu_limit {
-            return Ending::Stopped(StopReason::Compute { compute_ms: self.limits.compute_ms });
-        }
-        if self.truncated && code == Some(0) {
-            return Ending::Failed(
-                "protocol violation: fd 3 closed in the middle of a frame".to_owned(),
-            );
-        }
-        Ending::Exited(code)
+/// An ending the loop could only guess at ([`Ending::Exited`]), made exact with the cell's exit:
+/// the CPU limit's signals, a frame cut short, or the program's own exit code.
+fn refine(
+    ending: Ending,
+    exit: Option<CellExit>,
+    cpu_used: Duration,
+    limits: &Limits,
+    truncated: bool,
+) -> Ending {
+    let Ending::Exited(_) = ending else { return ending };
+    // The cell's init exits with the program's status, `128 + signal` when it was killed.
+    let code = match exit {
+        Some(CellExit::Exited(code)) => Some(code),
+        Some(CellExit::Killed(_)) | None => None,
+    };
+    let by_cpu_limit = code == Some(128 + libc::SIGXCPU)
+        || (code == Some(128 + libc::SIGKILL)
+            && cpu_used + Duration::from_millis(100) >= Duration::from_millis(limits.compute_ms));
+    if by_cpu_limit {
+        return Ending::Stopped(StopReason::Compute { compute_ms: limits.compute_ms });
     }
+    if truncated && code == Some(0) {
+        return Ending::Failed(
+            "protocol violation: fd 3 closed in the middle of a frame".to_owned(),
+        );
+    }
+    Ending::Exited(code)
 }
 
-/// The supervisor process and, inside it, the worker (the interpreter).
+/// The run's cell, and what the host last saw of it.
 struct Process {
-    supervisor: Child,
-    /// The supervisor's pidfd on the reactor: readable once it exits.
-    exited: Option<AsyncFd<OwnedFd>>,
-    /// The worker's pidfd and CPU clock; signalling through a pidfd cannot hit a recycled pid.
-    worker: Option<Worker>,
-    /// The worker's CPU time at the last look, in microseconds (its clock goes with it).
+    cell: Cell,
+    /// The cell's pidfd on the reactor: readable once its init exits.
+    exited: AsyncFd<OwnedFd>,
+    /// The cell's CPU time at the last look, in microseconds (what ended processes used is gone
+    /// with the cell).
     last_cpu_us: AtomicU64,
-    reaped: Option<Option<ExitStatus>>,
-}
-
-struct Worker {
-    pid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
-    cpu_clock: Option<CpuClock>,
+    reaped: Option<Option<CellExit>>,
 }
 
 impl Process {
-    fn new(supervisor: Child) -> std::io::Result<Self> {
-        let exited = match pidfd_open(supervisor.id() as libc::pid_t) {
-            Some(fd) => {
-                // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which owns it (and only it) until
-                // it is dropped.
-                let registered = reactor::enter(|| unsafe {
-                    AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-                });
-                Some(registered.map_err(std::io::Error::from)?)
-            }
-            None => None,
-        };
-        let worker = command::worker_pid(supervisor.id()).map(|pid| Worker {
-            pid,
-            pidfd: pidfd_open(pid),
-            cpu_clock: CpuClock::process(pid),
-        });
-        Ok(Self { supervisor, exited, worker, last_cpu_us: AtomicU64::new(0), reaped: None })
+    fn new(cell: Cell) -> std::io::Result<Self> {
+        let pidfd = cell.pidfd().try_clone_to_owned()?;
+        // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which owns it (and only it) until it is
+        // dropped.
+        let exited = reactor::enter(|| unsafe {
+            AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        })?;
+        Ok(Self { cell, exited, last_cpu_us: AtomicU64::new(0), reaped: None })
     }
 
-    /// CPU time the worker has used (all its threads); the last reading once it is gone.
+    /// CPU time every process of the cell has used; the last reading once it is gone.
     fn cpu_used(&self) -> Duration {
-        let now = self.worker.as_ref().and_then(|worker| worker.cpu_clock).map(CpuClock::used);
-        if let Some(now) = now.filter(|now| !now.is_zero()) {
+        if self.reaped.is_none() {
+            let now = self.cell.usage().cpu;
             let micros = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
             self.last_cpu_us.fetch_max(micros, Ordering::Relaxed);
         }
@@ -357,108 +403,51 @@ impl Process {
         Duration::from_micros(self.last_cpu_us.load(Ordering::Relaxed))
     }
 
+    /// Resident memory of every process of the cell, and its `/tmp`.
+    fn memory_used(&self) -> u64 {
+        if self.reaped.is_some() {
+            return 0;
+        }
+        self.cell.usage().memory_bytes
+    }
+
     fn kill(&mut self) {
         if self.reaped.is_some() {
             return;
         }
         let _ = self.cpu_used();
-        match &self.worker {
-            Some(Worker { pidfd: Some(pidfd), .. }) => {
-                // SAFETY: pidfd_send_signal on a pidfd we own; no siginfo.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_pidfd_send_signal,
-                        pidfd.as_raw_fd(),
-                        libc::SIGKILL,
-                        std::ptr::null::<u8>(),
-                        0,
-                    )
-                };
-            }
-            Some(Worker { pid, .. }) => {
-                // SAFETY: kill has no memory effects. The worker cannot have been reaped and its
-                // pid reused yet: its parent, the supervisor, is alive until we reap it.
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
-            }
-            // No worker pid: kill the supervisor; the worker's parent-death signal follows.
-            None => {
-                let _ = self.supervisor.kill();
-            }
-        }
+        self.cell.kill();
     }
 
-    /// Waits for the supervisor to exit (it does once the worker and all it started are gone)
-    /// and reaps it; its status mirrors the worker's.
-    async fn reap(&mut self) -> Option<ExitStatus> {
-        if let Some(status) = self.reaped {
-            return status;
-        }
-        // The supervisor never blocks for long; if it does, take it down and its worker with it
-        // (parent-death signal).
-        if !self.wait_exit(Duration::from_secs(10)).await {
-            let _ = self.supervisor.kill();
-            self.wait_exit(Duration::from_secs(10)).await;
-        }
-        let status = self.supervisor.wait().ok();
-        self.reaped = Some(status);
-        status
-    }
-
-    async fn wait_exit(&mut self, within: Duration) -> bool {
-        let Some(exited) = &self.exited else {
-            // No pidfd (a kernel before 5.3): poll.
-            let poll = async {
-                while matches!(self.supervisor.try_wait(), Ok(None)) {
-                    reactor::enter(|| tokio::time::sleep(Duration::from_millis(5))).await;
-                }
-            };
-            return reactor::enter(|| tokio::time::timeout(within, poll)).await.is_ok();
-        };
-        let readable = reactor::enter(|| tokio::time::timeout(within, exited.readable())).await;
+    /// Whether the cell's init exited within `within`.
+    async fn wait_exit(&self, within: Duration) -> bool {
+        let readable =
+            reactor::enter(|| tokio::time::timeout(within, self.exited.readable())).await;
         matches!(readable, Ok(Ok(_)))
     }
-}
 
-fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor we own.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: on success the return value is a fresh descriptor owned by nobody else.
-    (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as i32) })
-}
-
-/// A fresh, empty, private working directory for one run, removed afterwards.
-struct Workdir {
-    path: PathBuf,
-}
-
-impl Workdir {
-    fn create() -> std::io::Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "code-runtime-python-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(name);
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(Self { path })
-    }
-
-    /// Removes the directory off the reactor thread: a program can leave many files behind.
-    async fn remove(mut self) {
-        let path = std::mem::take(&mut self.path);
-        if let Ok(reactor) = reactor::handle() {
-            let _ = reactor.spawn_blocking(move || std::fs::remove_dir_all(path)).await;
+    /// Waits for the cell's init to exit (it does once the program and all it started are gone;
+    /// a killed init takes the cell with it) and reaps it.
+    async fn reap(&mut self) -> Option<CellExit> {
+        if let Some(exit) = self.reaped {
+            return exit;
         }
-    }
-}
-
-impl Drop for Workdir {
-    fn drop(&mut self) {
-        // Only a run that never started gets here with a path.
-        if !self.path.as_os_str().is_empty() {
-            let _ = std::fs::remove_dir_all(&self.path);
+        // The init never blocks for long once the program is gone; if it does, kill it.
+        let within = Duration::from_secs(10);
+        if !self.wait_exit(within).await {
+            self.cell.kill();
+            self.wait_exit(within).await;
         }
+        // Without namespaces the work directory is the host's: removed off the reactor thread,
+        // as a program can leave many files behind.
+        let work_dir = self.cell.take_host_work_dir();
+        let exit = self.cell.try_wait().ok().flatten();
+        if exit.is_some() {
+            self.reaped = Some(exit);
+        }
+        if let (Some(dir), Ok(reactor)) = (work_dir, reactor::handle()) {
+            let _ = reactor.spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
+        }
+        exit
     }
 }

@@ -118,7 +118,7 @@ impl Substrate for IsolateSubstrate {
             if let Some(thread) = self.thread.take() {
                 let _ = thread.join();
             }
-            Teardown { ending, logs }
+            Teardown::new(ending, logs)
         })
     }
 }

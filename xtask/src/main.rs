@@ -7,10 +7,13 @@
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
 //! - `conformance [--provider typescript|python] [--suite NAME]`: the cross-provider suite.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
+//! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
+//!   needs root (see `unprivileged.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
 mod tidy;
 mod toolchain;
+mod unprivileged;
 
 use std::process::ExitCode;
 
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
             "examples/research.bindings.json",
         ]),
         Some("tidy") => tidy::run(),
+        Some("unprivileged") => unprivileged::run(&rest),
         Some("conformance") => conformance(&rest),
         Some("bench") => toolchain::cargo(
             &[
@@ -40,10 +44,12 @@ fn main() -> ExitCode {
             ]
             .concat(),
         ),
-        Some(other) => {
-            Err(format!("unknown command `{other}` (test, demo, tidy, bench, conformance)"))
+        Some(other) => Err(format!(
+            "unknown command `{other}` (test, demo, tidy, bench, conformance, unprivileged)"
+        )),
+        None => {
+            Err("missing command (test, demo, tidy, bench, conformance, unprivileged)".to_owned())
         }
-        None => Err("missing command (test, demo, tidy, bench, conformance)".to_owned()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,6 +28,18 @@ pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Runs `cargo ARGS` and returns what it printed on stdout (its stderr passes through).
+pub(crate) fn cargo_output(args: &[&str]) -> Result<String, String> {
+    let output = cargo_command(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|error| format!("cannot run cargo: {error}"))?;
+    if !output.status.success() {
+        return Err(format!("`cargo {}` failed ({})", args.join(" "), output.status));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// Runs `cargo test ARGS`, passing its output through, and closes with one line totalling every
 /// test binary's `test result:` line: `tests: N passed, N failed`.
 ///
@@ -63,7 +75,7 @@ pub(crate) fn cargo_test(args: &[&str]) -> Result<(), String> {
 
 /// The number just before `label` in a `test result:` summary such as
 /// `ok. 81 passed; 0 failed; 0 ignored; …`.
-fn count_before(summary: &str, label: &str) -> u64 {
+pub(crate) fn count_before(summary: &str, label: &str) -> u64 {
     summary
         .split([';', '.'])
         .find_map(|part| part.trim().strip_suffix(label.trim_start()))

@@ -180,30 +180,24 @@ fn ten_megabytes_of_prints() {
 }
 
 #[test]
-fn dropping_the_run_future_kills_the_child() {
-    let scratch = Scratch::new("drop");
-    let lock = scratch.file("lock");
-    let program = format!(
-        "import fcntl, os\nfd = os.open({lock:?}, os.O_CREAT | os.O_RDWR)\nfcntl.flock(fd, fcntl.LOCK_SH)\nwhile True:\n    pass"
-    );
+fn dropping_the_run_future_kills_the_cell() {
+    let announced = Announced::default();
+    let program = format!("{ANNOUNCE}while True:\n    pass");
+    let request = CodeRunRequest::new(program).binding(announced.namespace());
     tokio().block_on(async {
-        let run = default_runtime().run(CodeRunRequest::new(program));
+        let run = default_runtime().run(request);
         tokio::pin!(run);
         let waited = tokio::time::timeout(Duration::from_secs(30), async {
             loop {
                 tokio::select! {
                     _ = &mut run => unreachable!("the program never ends"),
-                    () = tokio::time::sleep(Duration::from_millis(20)) => if lock_is_held(&lock) { break },
+                    () = tokio::time::sleep(Duration::from_millis(20)) => if announced.get().is_some() { break },
                 }
             }
         })
         .await;
-        assert!(waited.is_ok(), "the program never took its lock");
+        assert!(waited.is_ok(), "the program never announced itself");
     });
     // The future is dropped now; the kill is immediate and the reap happens in the background.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while lock_is_held(&lock) {
-        assert!(std::time::Instant::now() < deadline, "the child survived its dropped run");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_gone(announced.get().unwrap());
 }

@@ -326,22 +326,22 @@ fn unknown_member_is_an_attribute_error() {
 #[test]
 fn c031_c103_dispose_reaches_quiescence() {
     let runtime = std::sync::Arc::new(runtime(Limits::default()));
-    let scratch = Scratch::new("dispose");
-    let lock = scratch.file("lock");
-    let program = format!(
-        "import fcntl, os\nfd = os.open({lock:?}, os.O_CREAT | os.O_RDWR)\nfcntl.flock(fd, fcntl.LOCK_SH)\nprint(\"locked\", flush=True)\nwhile True:\n    pass"
-    );
+    let announced = Announced::default();
+    let program = format!("{ANNOUNCE}while True:\n    pass");
+    let request = CodeRunRequest::new(program).binding(announced.namespace());
     let result = tokio().block_on(async {
         let running = tokio::spawn({
             let runtime = runtime.clone();
-            async move { runtime.run(CodeRunRequest::new(program)).await }
+            async move { runtime.run(request).await }
         });
-        while !lock_is_held(&lock) {
+        while announced.get().is_none() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+        let namespace = announced.get().unwrap();
+        assert!(processes_in(namespace) >= 1, "the host sees the program");
         runtime.dispose().await;
-        // Quiescence: the spinning child is gone by the time dispose returns.
-        assert!(!lock_is_held(&lock), "the child outlived dispose");
+        // Quiescence: the spinning program is gone by the time dispose returns.
+        assert_eq!(processes_in(namespace), 0, "the program outlived dispose");
         running.await.unwrap().unwrap()
     });
     assert_eq!(failure(&result), Some(("abort", "runtime disposed".to_owned())));
@@ -386,7 +386,7 @@ fn invalid_configuration_is_refused_at_construction() {
         ..PythonConfig::default()
     });
     let error = tiny_memory.unwrap_err();
-    assert!(error.to_string().contains("does not start contained"), "{error}");
+    assert!(error.to_string().contains("does not start in its sandbox cell"), "{error}");
     assert!(matches!(error, PythonError::Interpreter { .. }));
     let concurrency =
         PythonCodeRuntime::new(PythonConfig { max_concurrent_runs: 0, ..PythonConfig::default() });

@@ -11,32 +11,6 @@ use serde_json::json;
 
 use crate::*;
 
-/// This process's children (the supervisors of runs) whose working directory is `dir`: other
-/// tests run children of their own at the same time.
-fn children_in(dir: &std::path::Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for pid in children.split_whitespace() {
-            if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir) {
-                found.push(pid.to_owned());
-            }
-        }
-    }
-    found
-}
-
-/// The working directory of this process's run that created the file `marker` in it.
-fn workdir_with(marker: &str) -> Option<std::path::PathBuf> {
-    let prefix = format!("code-runtime-python-{}-", std::process::id());
-    std::fs::read_dir(std::env::temp_dir())
-        .ok()?
-        .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|entry| entry.path())
-        .find(|dir| dir.join(marker).exists())
-}
-
 #[test]
 fn a_request_tightens_the_provider_limits() {
     let spin = CodeRunRequest::new("while True:\n    pass")
@@ -155,19 +129,20 @@ fn run_works_under_any_executor() {
 
 #[test]
 fn a_run_outlives_the_thread_that_started_it() {
-    // The parent-death signal follows the thread that forked the child: a run first polled by a
+    // The parent-death signal follows the thread that cloned the cell: a run first polled by a
     // thread that then exits (a retired `block_in_place` worker, say) must not die with it.
-    let marker = format!("outlives-{}", std::process::id());
-    let program =
-        format!("import time\nopen({marker:?}, 'w').close()\ntime.sleep(0.5)\nreturn 'survived'");
-    let mut run = Box::pin(default_runtime().run(CodeRunRequest::new(program)));
+    let announced = Announced::default();
+    let program = format!("{ANNOUNCE}import time\ntime.sleep(0.5)\nreturn 'survived'");
+    let request = CodeRunRequest::new(program).binding(announced.namespace());
+    let mut run = Box::pin(default_runtime().run(request));
+    let polled = announced.clone();
     let run = std::thread::spawn(move || {
         let waker = futures::task::noop_waker();
         let mut context = std::task::Context::from_waker(&waker);
         // Poll until the program runs, then leave with the future.
         for _ in 0..400 {
             assert!(run.as_mut().poll(&mut context).is_pending());
-            if workdir_with(&marker).is_some() {
+            if polled.get().is_some() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -176,6 +151,7 @@ fn a_run_outlives_the_thread_that_started_it() {
     })
     .join()
     .unwrap();
+    assert!(announced.get().is_some(), "the program ran while the thread polled it");
     let result = futures::executor::block_on(run).unwrap();
     assert_eq!(value(&result), &json!("survived"));
 }
@@ -186,28 +162,31 @@ fn shutting_down_the_runtime_mid_run_leaves_nothing_behind() {
     let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
     let host =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let marker = format!("shutdown-{}", std::process::id());
+    let announced = Announced::default();
     host.spawn({
         let runtime = runtime.clone();
-        let program = format!("open({marker:?}, 'w').close()\nawait tools.hang()");
+        let program = format!("{ANNOUNCE}await tools.hang()");
         let request = CodeRunRequest::new(program)
+            .binding(announced.namespace())
             .binding(tools().function("hang", hanging(&started, &dropped)));
         async move { runtime.run(request).await }
     });
     while started.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let workdir = workdir_with(&marker).expect("the run's working directory");
-    let children = children_in(&workdir);
-    assert_eq!(children.len(), 1, "the run's supervisor");
+    let namespace = announced.get().expect("the program announced its cell");
+    // The program and, for a root host, the cell's init (an unprivileged host may not look into
+    // an init that is not dumpable).
+    let pids = host_pids_in(namespace);
+    assert!(!pids.is_empty() && pids.len() <= 2, "{pids:?}");
     host.shutdown_timeout(Duration::from_secs(1));
-    // The run future died with its runtime; the provider's reactor tore the child down.
+    // The run future died with its runtime; the provider's reactor tore the cell down.
     futures::executor::block_on(runtime.dispose());
     assert!(dropped.load(Ordering::SeqCst));
-    for pid in children {
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "child {pid} not reaped");
+    for pid in pids {
+        // Not even a zombie: the init was reaped.
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{pid} not reaped");
     }
-    assert!(!workdir.exists(), "{} left behind", workdir.display());
 }
 
 #[test]

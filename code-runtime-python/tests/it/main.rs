@@ -3,6 +3,7 @@
 
 mod budgets;
 mod contract;
+mod escape;
 mod host_api;
 mod hostile;
 mod protocol;
@@ -91,43 +92,67 @@ fn delayed(ms: u64, reply: JsonValue) -> code_runtime::BindingFunction {
     })
 }
 
-/// A scratch directory for files a test and its program share, removed when dropped.
-struct Scratch(std::path::PathBuf);
+/// What a program tells the host about its cell: `await cell.announce(...)` (see [`ANNOUNCE`])
+/// records the PID namespace the program runs in and answers with how many processes of it the
+/// host sees, so a test can check afterwards that none is left, knowing that its check would have
+/// seen them.
+#[derive(Clone, Default)]
+struct Announced(std::sync::Arc<std::sync::Mutex<Option<u64>>>);
 
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let path = std::env::temp_dir()
-            .join(format!("code-runtime-python-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
+/// The program's side of [`Announced`]: announces its PID namespace and returns the host's count.
+const ANNOUNCE: &str =
+    "import os\nseen = await cell.announce(os.stat('/proc/self/ns/pid').st_ino)\n";
+
+impl Announced {
+    fn namespace(&self) -> CodeBindingNamespace {
+        let slot = self.0.clone();
+        CodeBindingNamespace::new("cell").function(
+            "announce",
+            binding(move |args| {
+                let slot = slot.clone();
+                async move {
+                    let namespace = args.as_u64().ok_or("a namespace inode")?;
+                    *slot.lock().unwrap() = Some(namespace);
+                    Ok(serde_json::json!(processes_in(namespace)))
+                }
+            }),
+        )
     }
 
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
+    fn get(&self) -> Option<u64> {
+        *self.0.lock().unwrap()
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// Waits until no process of the PID namespace `namespace` is left. When a run returns, its cell
+/// has been killed; the kernel finishes tearing it down in the background (`dispose` waits for
+/// that), so this allows it a few seconds.
+#[track_caller]
+fn assert_gone(namespace: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes_in(namespace) > 0 {
+        assert!(std::time::Instant::now() < deadline, "a process of the cell outlived its run");
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
-/// Whether some process still holds a lock on `path` (the programs under test lock a file and keep
-/// it locked for as long as they live).
-fn lock_is_held(path: &str) -> bool {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap();
-    // SAFETY: flock on a descriptor we own.
-    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    locked != 0
+/// How many processes of the PID namespace `namespace` (its inode) the host sees.
+fn processes_in(namespace: u64) -> usize {
+    host_pids_in(namespace).len()
+}
+
+/// Host pids of the processes in the PID namespace `namespace`.
+fn host_pids_in(namespace: u64) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|entry| {
+            std::fs::metadata(entry.path().join("ns/pid")).is_ok_and(|m| m.ino() == namespace)
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The kind (as spelled on the wire) and message of a failed run.

@@ -28,7 +28,8 @@ use crate::result::CodeRunResult;
 /// The host loop polls [`poll_event`](Substrate::poll_event) for what the program does, answers
 /// its calls with [`settle`](Substrate::settle), reads [`compute_used`](Substrate::compute_used)
 /// for the compute budget, and at the end calls [`stop`](Substrate::stop) (when the host ended
-/// the run) and then [`teardown`](Substrate::teardown), which must leave nothing behind.
+/// the run) and then [`teardown`](Substrate::teardown), which must leave nothing behind, or hand
+/// what is left to do to [`Teardown::cleanup`].
 pub trait Substrate: Send + 'static {
     /// The next thing the program did.
     ///
@@ -72,12 +73,32 @@ pub enum Event {
 }
 
 /// What [`Substrate::teardown`] leaves.
-#[derive(Debug)]
 pub struct Teardown {
     /// How the run ended.
     pub ending: Ending,
     /// Output the program wrote before it stopped that the loop has not seen, in order.
     pub logs: Vec<String>,
+    /// What is left to do once the result is known, which the result need not wait for (reaping
+    /// a process whose namespaces the kernel is still tearing down, say). The host runs it on the
+    /// reactor and holds the run's slot until it is done, so disposal still waits for it.
+    pub cleanup: Option<BoxFuture<'static, ()>>,
+}
+
+impl Teardown {
+    /// A teardown that left nothing to do.
+    pub fn new(ending: Ending, logs: Vec<String>) -> Self {
+        Self { ending, logs, cleanup: None }
+    }
+}
+
+impl std::fmt::Debug for Teardown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Teardown")
+            .field("ending", &self.ending)
+            .field("logs", &self.logs)
+            .field("cleanup", &self.cleanup.as_ref().map(|_| "pending"))
+            .finish()
+    }
 }
 
 /// Everything a provider gets to start one run's substrate.
@@ -226,7 +247,10 @@ impl<S: Substrate> Drop for Running<S> {
         substrate.stop();
         let permit = self.permit.take();
         reactor::spawn(async move {
-            let _ = substrate.teardown(Ending::Stopped(StopReason::Cancelled)).await;
+            let teardown = substrate.teardown(Ending::Stopped(StopReason::Cancelled)).await;
+            if let Some(cleanup) = teardown.cleanup {
+                cleanup.await;
+            }
             drop(permit);
         });
     }
@@ -281,7 +305,15 @@ async fn drive<S: Substrate>(
         return ledger.settle(ending);
     };
     let teardown = substrate.teardown(ending).await;
-    drop(running.permit.take());
+    let permit = running.permit.take();
+    match teardown.cleanup {
+        // The result is ready; the rest happens in the background, in the run's slot.
+        Some(cleanup) => reactor::spawn(async move {
+            cleanup.await;
+            drop(permit);
+        }),
+        None => drop(permit),
+    }
     for line in teardown.logs {
         let _ = ledger.admit_log(line);
     }

@@ -45,6 +45,10 @@ pub(crate) struct State {
     pub(crate) late_logs: Mutex<Vec<String>>,
     /// What teardown turns an `Exited` ending into.
     pub(crate) exit_code: Mutex<Option<i32>>,
+    /// When set, teardown leaves a cleanup that ends when this fires.
+    pub(crate) linger: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+    /// The lingering cleanup ran to its end.
+    pub(crate) cleaned_up: AtomicBool,
 }
 
 struct Fake {
@@ -86,7 +90,15 @@ impl Substrate for Fake {
                 Ending::Exited(None) => Ending::Exited(*state.exit_code.lock().unwrap()),
                 other => other,
             };
-            Teardown { ending, logs }
+            let mut teardown = Teardown::new(ending, logs);
+            if let Some(linger) = state.linger.lock().unwrap().take() {
+                let state = state.clone();
+                teardown.cleanup = Some(Box::pin(async move {
+                    let _ = linger.await;
+                    state.cleaned_up.store(true, Ordering::SeqCst);
+                }));
+            }
+            teardown
         })
     }
 }

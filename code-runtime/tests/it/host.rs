@@ -361,6 +361,33 @@ fn a_dropped_run_is_torn_down_and_disposal_waits_for_it() {
 }
 
 #[test]
+fn a_teardowns_cleanup_runs_after_the_result_and_disposal_waits_for_it() {
+    tokio().block_on(async {
+        let (runtime, mut scripts) = provider(Limits::default());
+        let run = tokio::spawn({
+            let runtime = runtime.clone();
+            async move { runtime.run(CodeRunRequest::new("p")).await }
+        });
+        let script = scripts.recv().await.unwrap();
+        let (release, linger) = tokio::sync::oneshot::channel();
+        *script.state.linger.lock().unwrap() = Some(linger);
+        script.events.send(Event::Ended(Ending::Completed(Some(json!(1))))).unwrap();
+        // The result does not wait for the cleanup.
+        assert_eq!(run.await.unwrap().unwrap(), ok(&[], Some(json!(1))));
+        assert!(!script.state.cleaned_up.load(Ordering::SeqCst));
+        let dispose = tokio::spawn({
+            let runtime = runtime.clone();
+            async move { runtime.dispose().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!dispose.is_finished(), "disposal waits for the cleanup");
+        release.send(()).unwrap();
+        dispose.await.unwrap();
+        assert!(script.state.cleaned_up.load(Ordering::SeqCst));
+    });
+}
+
+#[test]
 fn disposal_fails_runs_in_flight_and_queued() {
     tokio().block_on(async {
         let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 1);

@@ -1,0 +1,127 @@
+//! [`PythonCell`]: the sandbox cell every run's interpreter executes in, planned once per
+//! provider from what the probe learned of the interpreter.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use code_runtime::Limits;
+use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment};
+
+use crate::command;
+use crate::probe::Probe;
+use crate::{PythonConfig, PythonError};
+
+/// The cell plan of one provider: the interpreter's files granted read-only, the loader as its
+/// program, the layers configured.
+#[derive(Clone, Debug)]
+pub(crate) struct PythonCell {
+    plan: CellPlan,
+    max_processes: u32,
+}
+
+impl PythonCell {
+    /// Plans the cells of runs of `probe`'s interpreter.
+    pub(crate) fn new(probe: &Probe, config: &PythonConfig) -> Result<Self, PythonError> {
+        Self::with_script(probe, config, &command::loader())
+    }
+
+    fn with_script(
+        probe: &Probe,
+        config: &PythonConfig,
+        script: &str,
+    ) -> Result<Self, PythonError> {
+        let spec = CellSpec {
+            executable: probe.executable.clone(),
+            args: command::cell_args(&probe.executable, script),
+            read_only: probe.files.clone(),
+            options: config.sandbox,
+            machine_cache: crate::probe::cache_dir(&config.probe_cache),
+        };
+        let plan = CellPlan::new(&spec)?;
+        Ok(Self { plan, max_processes: config.max_processes })
+    }
+
+    /// The layers that hold for every run.
+    pub(crate) fn containment(&self) -> Containment {
+        self.plan.containment()
+    }
+
+    /// The cell's limits for a run under `limits`. `RLIMIT_CPU` is only the kernel's backstop
+    /// behind the host's polling of the whole cell's CPU time, so it is rounded up and given a
+    /// second.
+    pub(crate) fn limits(&self, limits: &Limits) -> CellLimits {
+        CellLimits {
+            processes: u64::from(self.max_processes),
+            ..CellLimits::new(limits.memory_bytes(), limits.compute_ms.div_ceil(1000) + 1)
+        }
+    }
+
+    /// Starts one run's cell.
+    pub(crate) async fn start(
+        &self,
+        io: CellIo,
+        limits: &Limits,
+    ) -> Result<Cell, code_runtime_sandbox::SandboxError> {
+        self.plan.start(io, self.limits(limits)).await
+    }
+
+    /// Starts the interpreter in a cell as a run would be, under the configured memory budget,
+    /// and checks that it gets as far as importing what the bootstrap imports: a build that needs
+    /// a file the probe did not find fails here, at construction, not in every run.
+    pub(crate) fn check(probe: &Probe, config: &PythonConfig) -> Result<(), PythonError> {
+        const SCRIPT: &str = "import json, marshal, posix, sys\nsys.stdout.write('ok')";
+        let invalid = |why: String| PythonError::Interpreter {
+            interpreter: config.interpreter.clone(),
+            why: format!("it does not start in its sandbox cell: {why}"),
+        };
+        let cell = Self::with_script(probe, config, SCRIPT)?;
+        let (stdout_read, stdout_write) = pipe().map_err(|error| invalid(error.to_string()))?;
+        let (stderr_read, stderr_write) = pipe().map_err(|error| invalid(error.to_string()))?;
+        let null = || -> std::io::Result<OwnedFd> { Ok(std::fs::File::open("/dev/null")?.into()) };
+        let io = CellIo {
+            stdin: null().map_err(|error| invalid(error.to_string()))?,
+            stdout: stdout_write,
+            stderr: stderr_write,
+            channel: null().map_err(|error| invalid(error.to_string()))?,
+        };
+        let limits = Limits { compute_ms: 10_000, ..config.limits };
+        let mut running = futures::executor::block_on(cell.start(io, &limits))
+            .map_err(|error| invalid(error.to_string()))?;
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        // Both pipes end when the cell does (the host's write ends went into the cell).
+        let _ = std::fs::File::from(stdout_read).read_to_string(&mut stdout);
+        let _ = std::fs::File::from(stderr_read).read_to_string(&mut stderr);
+        let exit = wait(&mut running, Duration::from_secs(10));
+        if stdout == "ok" && exit == Some(CellExit::Exited(0)) {
+            return Ok(());
+        }
+        let last = stderr.lines().last().unwrap_or("no output");
+        Err(invalid(format!("{exit:?}: {last}")))
+    }
+}
+
+/// Waits up to `within` for `cell` to end (it has closed its pipes already).
+fn wait(cell: &mut Cell, within: Duration) -> Option<CellExit> {
+    let deadline = Instant::now() + within;
+    loop {
+        match cell.try_wait() {
+            Ok(Some(exit)) => return Some(exit),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            _ => return None,
+        }
+    }
+}
+
+/// A pipe, both ends close-on-exec (the cell gets its own copies of what it keeps).
+pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}

@@ -1,0 +1,570 @@
+//! [`Cell`]: one running cell seen from the host (its init's pidfd, its exit, its whole-cell
+//! usage), and how one is started.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::child::{self, MOUNT_STEPS, Stage};
+use crate::plan::{CELL_ID, CellLimits, CellPlan, Fds, Maps, Plan, Spawn};
+use crate::{Containment, SandboxError};
+
+/// The descriptors a cell's program gets as 0, 1, 2 and 3.
+#[derive(Debug)]
+pub struct CellIo {
+    /// The program's standard input.
+    pub stdin: OwnedFd,
+    /// Its standard output.
+    pub stdout: OwnedFd,
+    /// Its standard error.
+    pub stderr: OwnedFd,
+    /// Its descriptor 3: the channel to the host.
+    pub channel: OwnedFd,
+}
+
+/// How a cell ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellExit {
+    /// The program ended: its exit code, or `128 + signal` when a signal killed it.
+    Exited(i32),
+    /// The cell's init was killed by a signal (the host's [`Cell::kill`], or the kernel).
+    Killed(i32),
+}
+
+/// What a cell uses right now, all its processes together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time of every process of the cell, living or reaped.
+    pub cpu: Duration,
+    /// Private resident memory of every process, plus the files in the cell's `/tmp`.
+    pub memory_bytes: u64,
+    /// Processes in the cell (its init excluded).
+    pub processes: usize,
+}
+
+/// A running cell. Dropping it kills the cell; reaping it then happens on the spawner thread.
+#[derive(Debug)]
+pub struct Cell {
+    pidfd: OwnedFd,
+    pid: libc::pid_t,
+    /// The program's first process (the worker), so a kill stops it at once rather than when
+    /// the dying init gets to it: nothing it writes after the host ended the run gets out.
+    worker: Option<OwnedFd>,
+    plan: Arc<Plan>,
+    /// The work directory on the host's file system, without namespaces; removed with the cell.
+    host_work_dir: Option<PathBuf>,
+    exit: Option<CellExit>,
+}
+
+impl Cell {
+    /// The init's pidfd: readable once the cell has ended.
+    pub fn pidfd(&self) -> BorrowedFd<'_> {
+        self.pidfd.as_fd()
+    }
+
+    /// The init's pid, as the host sees it.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// The layers that hold for this cell.
+    pub fn containment(&self) -> Containment {
+        self.plan.containment
+    }
+
+    /// Ends the cell: kills the program and the init, and with it (in a PID namespace) every
+    /// process of the cell. Idempotent.
+    pub fn kill(&self) {
+        if self.exit.is_some() {
+            return;
+        }
+        for pidfd in self.worker.iter().chain([&self.pidfd]) {
+            // SAFETY: pidfd_send_signal on a pidfd we own; no siginfo. A pidfd cannot reach a
+            // recycled pid.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<u8>(),
+                    0u32,
+                )
+            };
+        }
+    }
+
+    /// Reaps the cell if it has ended.
+    ///
+    /// # Errors
+    ///
+    /// What `waitid` reports (not for a cell that is still running).
+    pub fn try_wait(&mut self) -> io::Result<Option<CellExit>> {
+        if let Some(exit) = self.exit {
+            return Ok(Some(exit));
+        }
+        let exit = wait(&self.pidfd, libc::WNOHANG)?;
+        if exit.is_some() {
+            self.exit = exit;
+            self.cleanup();
+        }
+        Ok(exit)
+    }
+
+    /// Waits for the cell to end and reaps it. Blocks the calling thread: an async host waits
+    /// for [`pidfd`](Self::pidfd) to become readable instead, then calls
+    /// [`try_wait`](Self::try_wait).
+    ///
+    /// # Errors
+    ///
+    /// What `waitid` reports.
+    pub fn wait(&mut self) -> io::Result<CellExit> {
+        if let Some(exit) = self.exit {
+            return Ok(exit);
+        }
+        let exit = wait(&self.pidfd, 0)?.ok_or_else(|| io::Error::other("waitid found no exit"))?;
+        self.exit = Some(exit);
+        self.cleanup();
+        Ok(exit)
+    }
+
+    /// What the cell uses now: its processes found under its init through `/proc`.
+    pub fn usage(&self) -> Usage {
+        if self.exit.is_some() {
+            return Usage::default();
+        }
+        let mut usage = Usage::default();
+        let mut pending = children(self.pid);
+        let mut seen = 0usize;
+        while let Some(pid) = pending.pop() {
+            // A fork bomb is bounded by the process limit; this bound guards the host anyway.
+            seen += 1;
+            if seen > 4096 {
+                break;
+            }
+            if let Some((cpu, memory)) = process_usage(pid) {
+                usage.cpu += cpu;
+                usage.memory_bytes += memory;
+                usage.processes += 1;
+            }
+            pending.extend(children(pid));
+        }
+        // Orphans are re-parented to the init, which reaps them: their time is in its children's.
+        usage.cpu += reaped_children_cpu(self.pid).unwrap_or_default();
+        usage.memory_bytes += self.tmp_bytes();
+        usage
+    }
+
+    /// Bytes of files in the cell's `/tmp` (seen through a process of the cell).
+    fn tmp_bytes(&self) -> u64 {
+        if self.plan.namespaces.is_none() {
+            return 0;
+        }
+        let Some(worker) = children(self.pid).first().copied() else { return 0 };
+        let Ok(path) = CString::new(format!("/proc/{worker}/root/tmp")) else { return 0 };
+        // SAFETY: statfs writes one struct we own.
+        let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated path and a struct to fill.
+        if unsafe { libc::statfs(path.as_ptr(), &mut stat) } != 0 {
+            return 0;
+        }
+        let used = (stat.f_blocks as u64).saturating_sub(stat.f_bfree as u64);
+        used.saturating_mul(stat.f_bsize as u64)
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(dir) = self.host_work_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// Takes the host work directory (without namespaces) for the caller to remove, off the
+    /// calling thread; `None` with namespaces (the cell's `/tmp` is gone with it).
+    pub fn take_host_work_dir(&mut self) -> Option<PathBuf> {
+        self.host_work_dir.take()
+    }
+}
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        if self.exit.is_some() {
+            return;
+        }
+        self.kill();
+        let pidfd = match self.pidfd.try_clone() {
+            Ok(pidfd) => pidfd,
+            Err(_) => return,
+        };
+        let dir = self.host_work_dir.take();
+        // Reaping waits for the kernel to end every process of the cell: not on this thread.
+        crate::spawner::detach(move || {
+            let _ = wait(&pidfd, 0);
+            if let Some(dir) = dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        });
+    }
+}
+
+/// `waitid` on a pidfd.
+fn wait(pidfd: &OwnedFd, flags: libc::c_int) -> io::Result<Option<CellExit>> {
+    // SAFETY: waitid writes one siginfo we own.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waitid on a pidfd we own.
+        let waited = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                pidfd.as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | flags,
+            )
+        };
+        if waited == 0 {
+            break;
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
+    // SAFETY: reading the fields waitid filled.
+    let (pid, code, status) = unsafe { (info.si_pid(), info.si_code, info.si_status()) };
+    if pid == 0 {
+        return Ok(None); // WNOHANG and still running.
+    }
+    Ok(Some(match code {
+        libc::CLD_EXITED => CellExit::Exited(status),
+        _ => CellExit::Killed(status),
+    }))
+}
+
+/// The children of every thread of `pid`.
+fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// CPU time (its own and its reaped children's) and private resident memory of `pid`.
+fn process_usage(pid: libc::pid_t) -> Option<(Duration, u64)> {
+    // The process's own time from its CPU clock (nanoseconds; `/proc`'s ticks are 10 ms), what
+    // it reaped from `/proc` (cutime, cstime).
+    let own = process_clock(pid).or_else(|| cpu_fields(pid, 11..13))?;
+    let cpu = own + cpu_fields(pid, 13..15)?;
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: Vec<u64> = statm.split_whitespace().filter_map(|field| field.parse().ok()).collect();
+    let private = pages.get(1)?.saturating_sub(*pages.get(2)?);
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    Some((cpu, private.saturating_mul(page)))
+}
+
+/// The CPU time of every thread of `pid`, read from its process CPU clock.
+fn process_clock(pid: libc::pid_t) -> Option<Duration> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: clock_getcpuclockid writes one clockid_t we own.
+    if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
+        return None;
+    }
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own; a stale clock id fails.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+        return None;
+    }
+    Some(Duration::new(u64::try_from(now.tv_sec).ok()?, u32::try_from(now.tv_nsec).ok()?))
+}
+
+/// CPU time of the children `pid` has reaped.
+fn reaped_children_cpu(pid: libc::pid_t) -> Option<Duration> {
+    // cutime, cstime.
+    cpu_fields(pid, 13..15)
+}
+
+/// The sum of the clock-tick fields `range` of `/proc/<pid>/stat`, counted from the first field
+/// after the command name (which may hold spaces and parentheses): utime, the 14th field, is 11.
+fn cpu_fields(pid: libc::pid_t, range: std::ops::Range<usize>) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(range)?.iter().filter_map(|field| field.parse::<u64>().ok()).sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1);
+    Some(Duration::from_millis(ticks.saturating_mul(1000) / hz))
+}
+
+/// `struct clone_args`, as far as `CLONE_ARGS_SIZE_VER2`.
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// The outer uid of the next cell of a root host: each cell runs as a uid of its own, which no
+/// account of the host has.
+fn next_outer_id() -> u32 {
+    /// The first uid of the range cells use: far above any account's.
+    const BASE: u32 = 0x6000_0000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    BASE + NEXT.fetch_add(1, Ordering::Relaxed) % (1 << 24)
+}
+
+/// Starts a cell of `plan` with `io`. Blocking; call it on the spawner thread (see
+/// `spawner.rs`). With `dry_run`, the worker stops right before `exec` and the cell ends.
+pub(crate) fn start(
+    plan: &Arc<Plan>,
+    io: CellIo,
+    limits: &CellLimits,
+    dry_run: bool,
+) -> Result<Cell, SandboxError> {
+    let start_error = |step, source| SandboxError::Start { step, source };
+    let (report_read, report_write) =
+        pipe().map_err(|error| start_error("creating a pipe", error))?;
+    let (sync_read, sync_write) = pipe().map_err(|error| start_error("creating a pipe", error))?;
+    // SAFETY: geteuid and getegid have no preconditions.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let root = euid == 0;
+    let outer = next_outer_id();
+    let (work_dir, host_work_dir) = work_dir(plan, root.then_some(outer))?;
+    let user_namespace = plan.namespaces.as_ref().is_some_and(|namespaces| namespaces.user);
+    // Held until the clone has copied them.
+    let detached = crate::mounts::detached_trees(&plan.steps);
+    let trees: Vec<libc::c_int> =
+        detached.iter().map(|tree| tree.as_ref().map_or(-1, AsRawFd::as_raw_fd)).collect();
+    let mut held_trees: Vec<libc::c_int> = trees.iter().copied().filter(|fd| *fd >= 0).collect();
+    held_trees.sort_unstable();
+    let spawn = Spawn {
+        fds: Fds {
+            stdin: io.stdin.as_raw_fd(),
+            stdout: io.stdout.as_raw_fd(),
+            stderr: io.stderr.as_raw_fd(),
+            channel: io.channel.as_raw_fd(),
+            report: report_write.as_raw_fd(),
+            sync: sync_read.as_raw_fd(),
+        },
+        rlimits: crate::plan::rlimits(limits, plan.containment.process_limit),
+        tmp_options: crate::mounts::tmp_options(limits.memory_bytes)?,
+        trees,
+        held_trees,
+        self_maps: (user_namespace && !root).then(|| Maps {
+            uid: format!("{CELL_ID} {euid} 1").into_bytes(),
+            gid: format!("{CELL_ID} {egid} 1").into_bytes(),
+        }),
+        identity: match (user_namespace, root) {
+            (true, _) => Some((CELL_ID, CELL_ID)),
+            (false, true) => Some((outer, outer)),
+            (false, false) => None,
+        },
+        init_identity: user_namespace.then_some((CELL_ID, CELL_ID)),
+        make_work_dir: host_work_dir.is_none(),
+        work_dir,
+        argv: plan.argv.iter().map(|arg| arg.as_ptr()).chain([std::ptr::null()]).collect(),
+        envp: [std::ptr::null()],
+        dry_run,
+    };
+    let flags = plan.namespaces.as_ref().map_or(0, |namespaces| namespaces.clone_flags());
+    let mut pidfd: libc::c_int = -1;
+    let args = CloneArgs {
+        flags: flags | libc::CLONE_PIDFD as u64,
+        pidfd: &mut pidfd as *mut libc::c_int as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: clone3 with fork semantics (no CLONE_VM): the child gets a copy of this thread and
+    // runs only `child::init`, which never returns and makes system calls only.
+    let pid = unsafe {
+        libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, size_of::<CloneArgs>())
+    };
+    if pid == 0 {
+        // SAFETY: this is the child of the clone above.
+        unsafe { child::init(plan, &spawn) };
+    }
+    if pid < 0 {
+        let error = io::Error::last_os_error();
+        remove(host_work_dir);
+        return Err(start_error("cloning the cell", error));
+    }
+    // SAFETY: CLONE_PIDFD wrote a descriptor we now own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    drop((report_write, sync_read, io, detached));
+    let mut cell = Cell {
+        pidfd,
+        pid: pid as libc::pid_t,
+        worker: None,
+        plan: plan.clone(),
+        host_work_dir,
+        exit: None,
+    };
+    if user_namespace && root {
+        if let Err(error) = write_maps(cell.pid, outer) {
+            return Err(start_error("writing the cell's uid and gid maps", error));
+        }
+    }
+    write_go(&sync_write).map_err(|error| start_error("waking the cell", error))?;
+    drop(sync_write);
+    await_ready(&mut cell, &report_read)?;
+    // Once ready, the worker is the init's only child.
+    cell.worker = children(cell.pid).first().and_then(|&worker| pidfd_open(worker));
+    Ok(cell)
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: on success, a fresh descriptor owned by nobody else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// The work directory: in the cell's `/tmp` with namespaces (the worker makes it), or a fresh
+/// private directory of the host's without. Its name is unpredictable either way.
+fn work_dir(plan: &Plan, owner: Option<u32>) -> Result<(CString, Option<PathBuf>), SandboxError> {
+    let mut random = [0u8; 8];
+    // SAFETY: getrandom fills the buffer we own.
+    unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    let name =
+        format!("work-{}", random.iter().map(|byte| format!("{byte:02x}")).collect::<String>());
+    if plan.namespaces.is_some() {
+        return Ok((crate::mounts::cstring(format!("/tmp/{name}"))?, None));
+    }
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!("code-runtime-{name}"));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|error| SandboxError::Start {
+        step: "making the work directory",
+        source: error,
+    })?;
+    if let Some(owner) = owner {
+        std::os::unix::fs::chown(&dir, Some(owner), Some(owner)).map_err(|error| {
+            SandboxError::Start { step: "making the work directory", source: error }
+        })?;
+    }
+    Ok((crate::mounts::cstring(&dir)?, Some(dir)))
+}
+
+fn remove(dir: Option<PathBuf>) {
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// A root host maps the cell's user to a uid of the cell's own.
+fn write_maps(pid: libc::pid_t, outer: u32) -> io::Result<()> {
+    std::fs::write(format!("/proc/{pid}/uid_map"), format!("{CELL_ID} {outer} 1"))?;
+    std::fs::write(format!("/proc/{pid}/gid_map"), format!("{CELL_ID} {outer} 1"))
+}
+
+fn write_go(sync: &OwnedFd) -> io::Result<()> {
+    // SAFETY: writing one byte we own to a pipe we own.
+    if unsafe { libc::write(sync.as_raw_fd(), [1u8].as_ptr().cast(), 1) } == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Waits for the init's report: ready, or the stage that failed.
+fn await_ready(cell: &mut Cell, report: &OwnedFd) -> Result<(), SandboxError> {
+    let mut message = [0u8; 8];
+    let mut filled = 0;
+    while filled < message.len() {
+        // SAFETY: reading into the buffer we own.
+        let read = unsafe {
+            libc::read(
+                report.as_raw_fd(),
+                message[filled..].as_mut_ptr().cast(),
+                message.len() - filled,
+            )
+        };
+        if read > 0 {
+            filled += read as usize;
+        } else if read == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    if filled < message.len() {
+        let exit = wait(&cell.pidfd, 0).ok().flatten();
+        cell.exit = exit;
+        cell.cleanup();
+        return Err(SandboxError::Start {
+            step: "starting the cell's init",
+            source: io::Error::other(format!("the init ended first ({exit:?})")),
+        });
+    }
+    let stage = u32::from_ne_bytes([message[0], message[1], message[2], message[3]]);
+    let errno = i32::from_ne_bytes([message[4], message[5], message[6], message[7]]);
+    if stage == Stage::Ready as u32 {
+        return Ok(());
+    }
+    cell.exit = wait(&cell.pidfd, 0).ok().flatten();
+    cell.cleanup();
+    let step = if stage >= MOUNT_STEPS {
+        mount_step_name(&cell.plan, (stage - MOUNT_STEPS) as usize)
+    } else {
+        Stage::describe(stage)
+    };
+    Err(SandboxError::Start { step, source: io::Error::from_raw_os_error(errno) })
+}
+
+/// A mount step's name, for messages.
+fn mount_step_name(plan: &Plan, index: usize) -> &'static str {
+    use crate::mounts::Step;
+    match plan.steps.get(index) {
+        Some(Step::Private) => "making mounts private",
+        Some(Step::Tmpfs { .. }) => "mounting a tmpfs",
+        Some(Step::CellTmp { .. }) => "mounting /tmp",
+        Some(Step::Dir { .. }) => "making a directory of the root",
+        Some(Step::File { .. }) => "making a file of the root",
+        Some(Step::Bind { .. }) => "binding a host path",
+        Some(Step::Symlink { .. }) => "making a symbolic link",
+        Some(Step::PivotRoot { .. }) => "pivoting the root",
+        Some(Step::Proc { .. }) => "mounting /proc",
+        Some(Step::ReadOnlyRoot) => "making the root read-only",
+        None => "a mount step",
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+impl CellPlan {
+    /// Starts one cell of this plan with `io` as its program's descriptors and `limits`, on the
+    /// spawner thread
+    /// (the parent-death signal of a cell follows the thread that started it, so that thread
+    /// lives as long as the process).
+    ///
+    /// # Errors
+    ///
+    /// [`SandboxError::Start`] with the step that failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the cell is handed over kills and reaps it on the spawner
+    /// thread.
+    pub async fn start(&self, io: CellIo, limits: CellLimits) -> Result<Cell, SandboxError> {
+        let plan = self.plan.clone();
+        crate::spawner::run(move || start(&plan, io, &limits, false)).await
+    }
+}

@@ -1,0 +1,73 @@
+//! OS containment for code-runtime: *cells*, process trees started by the host whose view of the
+//! machine is empty unless granted (DESIGN.md §10, docs/security.md).
+//!
+//! A provider describes the program once ([`CellSpec`]: the executable, its arguments, the host
+//! paths it may read, the layers asked for) and gets a [`CellPlan`]; each run then starts a fresh
+//! [`Cell`] of that plan with four descriptors ([`CellIo`]: stdin, stdout, stderr, and the channel
+//! that becomes the program's fd 3) and its [`CellLimits`]. The cell ends when its init does,
+//! taking every process of the cell with it.
+//!
+//! ```text
+//! host ── spawner thread ──clone3(new user, pid, mount, net, ipc, uts namespaces)──▶ init (PID 1)
+//!                                   builds the minimal root and /proc, pivots
+//!                                   └──clone──▶ worker: the cell's user, no capabilities,
+//!                                               no_new_privs, rlimits, Landlock, seccomp, exec
+//! ```
+//!
+//! ## Layers
+//!
+//! Each layer is either in force for every cell of a plan or for none, and [`Containment`] says
+//! which hold; [`Options::require`] (the default) makes a missing one an error at
+//! [`CellPlan::new`]. What a machine gives is probed once per process by starting trial cells.
+//!
+//! 1. A separate process: a fatal fault inside ends the cell, never the host.
+//! 2. Namespaces: user (the program runs as uid 1000 of its own namespace, with no capability,
+//!    also when the host is root; a root host maps it to a uid of the cell's own), pid (the init
+//!    is PID 1; the program's own signals behave normally), mount (a minimal read-only root: the
+//!    program's files, shared libraries, a few device nodes, and a private tmpfs `/tmp` the size of
+//!    the memory budget holding the work directory, whose name is unpredictable, and `/dev/shm`),
+//!    network (no interface), ipc, uts.
+//! 3. Landlock, with whatever ABI the kernel has: files (read-only but for `/tmp`), TCP (none),
+//!    signals and abstract sockets (the cell's own).
+//! 4. seccomp (compiled by `seccompiler`): no ptrace, `process_vm_*`, mount, bpf,
+//!    `perf_event_open`, keyctl, namespace creation, module or kexec calls, userfaultfd, io_uring,
+//!    and no socket family but `AF_UNIX`.
+//! 5. `no_new_privs`, every capability dropped; the init is not dumpable.
+//! 6. rlimits on every process (address space, CPU, file size, open files, no core dumps) and a
+//!    process count for the whole cell; [`Cell::usage`] gives the host the CPU time and memory of
+//!    every process of the cell, for budgets that count the whole cell.
+//! 7. Lifetime: killing the init ends the cell; the init dies with the host (its parent-death
+//!    signal follows the spawner thread, which lives as long as the process).
+//!
+//! Without user namespaces (some distributions restrict them), a root host still makes the
+//! others; an unprivileged one gets a cell without namespaces: a subreaper init that kills what
+//! the program leaves, Landlock limiting files to the program's paths and a host work directory,
+//! seccomp and rlimits.
+//!
+//! ## What a host must know
+//!
+//! - Cells are cloned from one thread of this crate (the *spawner*); nothing here runs in the
+//!   host's threads but the planning.
+//! - A root host opens what a cell may read itself (`open_tree`) and hands it to the cell, so a
+//!   granted path under a directory only root may enter works; an unprivileged host's cells bind
+//!   by path, with the host's rights.
+//! - A cell's processes are children of the host process: code of the host that reaps *any*
+//!   child (`waitpid(-1)`) would steal their exit statuses.
+#![warn(missing_docs)]
+
+pub mod cache;
+mod cell;
+mod child;
+mod containment;
+mod error;
+mod landlock;
+mod mounts;
+mod plan;
+mod probe;
+mod seccomp;
+mod spawner;
+
+pub use crate::cell::{Cell, CellExit, CellIo, Usage};
+pub use crate::containment::{Containment, Options};
+pub use crate::error::SandboxError;
+pub use crate::plan::{CellLimits, CellPlan, CellSpec};

@@ -1,0 +1,156 @@
+//! `cargo xtask unprivileged`: the containment suites again, as an unprivileged user.
+//!
+//! Users of the library run it as root and as ordinary users, and the sandbox takes different
+//! paths for each (a root host maps each cell to a uid of its own and opens the granted trees
+//! itself; an unprivileged one maps the cell to its own uid and binds by path). `cargo xtask
+//! test` runs everything as the invoking user; this runs the suites that exercise containment
+//! (`code-runtime-sandbox` and `code-runtime-python`) as the user [`USER`], created when missing.
+//! It needs root, to create the user and switch to it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::toolchain;
+
+/// The unprivileged account the suites run as: a system user without a home or a shell.
+const USER: &str = "code-runtime-ci";
+
+/// The packages whose tests run unprivileged.
+const PACKAGES: [&str; 2] = ["code-runtime-sandbox", "code-runtime-python"];
+
+/// The PATH of the unprivileged runs: the system's directories only, so `python3` is one every
+/// user can execute (a version manager's under `/root` is not).
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+pub(crate) fn run(extra: &[String]) -> Result<(), String> {
+    if geteuid() != 0 {
+        return Err("`unprivileged` switches to another user and needs root; as an ordinary \
+                    user, `cargo xtask test` already is the unprivileged run"
+            .to_owned());
+    }
+    ensure_user()?;
+    let binaries = test_binaries()?;
+    let home = std::env::temp_dir().join(format!("{USER}-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|error| format!("{}: {error}", home.display()))?;
+    let (uid, gid) = ids()?;
+    std::os::unix::fs::chown(&home, Some(uid), Some(gid))
+        .map_err(|error| format!("{}: {error}", home.display()))?;
+    let outcome = run_all(&binaries, &home, extra);
+    let _ = std::fs::remove_dir_all(&home);
+    outcome
+}
+
+/// Runs each test binary as [`USER`] and totals the results.
+fn run_all(binaries: &[(PathBuf, PathBuf)], home: &Path, extra: &[String]) -> Result<(), String> {
+    let (mut passed, mut failed) = (0, 0);
+    for (binary, package_dir) in binaries {
+        println!("== as {USER}: {}", binary.display());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "xtask runs test binaries, not a Python child"
+        )]
+        let mut command = Command::new("setpriv");
+        command
+            .args([&format!("--reuid={USER}"), &format!("--regid={USER}"), "--clear-groups"])
+            .arg("env")
+            .arg("-i")
+            .arg(format!("PATH={PATH}"))
+            .arg(format!("HOME={}", home.display()))
+            .arg(binary)
+            .args(extra)
+            .current_dir(package_dir)
+            .stdout(Stdio::piped());
+        let mut child = command.spawn().map_err(|error| format!("cannot run setpriv: {error}"))?;
+        if let Some(stdout) = child.stdout.take() {
+            for line in BufReader::new(stdout).lines() {
+                let line = line.map_err(|error| format!("reading the tests' output: {error}"))?;
+                println!("{line}");
+                if let Some(counts) = line.strip_prefix("test result: ") {
+                    passed += toolchain::count_before(counts, " passed");
+                    failed += toolchain::count_before(counts, " failed");
+                }
+            }
+        }
+        let status = child.wait().map_err(|error| format!("waiting for the tests: {error}"))?;
+        if !status.success() {
+            println!("unprivileged tests: {passed} passed, {failed} failed");
+            return Err(format!("{} failed as {USER} ({status})", binary.display()));
+        }
+    }
+    println!("unprivileged tests: {passed} passed, {failed} failed");
+    if passed == 0 {
+        return Err("no test ran".to_owned());
+    }
+    Ok(())
+}
+
+/// Creates [`USER`] unless it exists.
+fn ensure_user() -> Result<(), String> {
+    if ids().is_ok() {
+        return Ok(());
+    }
+    #[expect(clippy::disallowed_methods, reason = "xtask creates the CI user, not a Python child")]
+    let status = Command::new("useradd")
+        .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER])
+        .status()
+        .map_err(|error| format!("cannot run useradd: {error}"))?;
+    if status.success() { Ok(()) } else { Err(format!("useradd {USER} failed ({status})")) }
+}
+
+/// The uid and gid of [`USER`], from `id`.
+fn ids() -> Result<(u32, u32), String> {
+    let id = |flag: &str| -> Result<u32, String> {
+        #[expect(clippy::disallowed_methods, reason = "xtask looks up the CI user")]
+        let output = Command::new("id")
+            .args([flag, USER])
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|error| format!("cannot run id: {error}"))?;
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| format!("no user {USER}"))
+    };
+    Ok((id("-u")?, id("-g")?))
+}
+
+/// Builds the test binaries of [`PACKAGES`] and lists each with its package's directory (where
+/// cargo would run it).
+fn test_binaries() -> Result<Vec<(PathBuf, PathBuf)>, String> {
+    let mut args = vec!["test", "--no-run", "--locked", "--message-format=json"];
+    for package in PACKAGES {
+        args.extend(["--package", package]);
+    }
+    let output = toolchain::cargo_output(&args)?;
+    let mut binaries = Vec::new();
+    for line in output.lines() {
+        if !line.contains(r#""reason":"compiler-artifact""#) || !line.contains(r#""test":true"#) {
+            continue;
+        }
+        let (Some(executable), Some(manifest)) =
+            (field(line, "executable"), field(line, "manifest_path"))
+        else {
+            continue;
+        };
+        let package_dir = Path::new(&manifest).parent().map(Path::to_path_buf).unwrap_or_default();
+        binaries.push((PathBuf::from(executable), package_dir));
+    }
+    if binaries.is_empty() {
+        return Err("cargo built no test binary".to_owned());
+    }
+    Ok(binaries)
+}
+
+/// The string value of `"name":"…"` in one line of cargo's JSON (paths here have no escapes).
+fn field(line: &str, name: &str) -> Option<String> {
+    let start = line.find(&format!(r#""{name}":""#))? + name.len() + 4;
+    let end = start + line[start..].find('"')?;
+    Some(line[start..end].to_owned())
+}
+
+// SAFETY: `geteuid(2)` as the C library declares it; it has no preconditions. (xtask has no
+// dependencies, so not through the `libc` crate.)
+unsafe extern "C" {
+    safe fn geteuid() -> u32;
+}
