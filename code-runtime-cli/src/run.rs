@@ -138,7 +138,9 @@ fn language(args: &Args, program_path: &str) -> Result<String, Failure> {
 fn provider(language: &str, limits: Limits) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
         "python" => {
-            match PythonCodeRuntime::new(PythonConfig { limits, ..PythonConfig::default() }) {
+            // One run, then exit: a cell started ahead of a next run would only be thrown away.
+            let config = PythonConfig { limits, warm_cell: false, ..PythonConfig::default() };
+            match PythonCodeRuntime::new(config) {
                 Ok(runtime) => Arc::new(runtime),
                 Err(PythonError::Config(error)) => return Err(Failure::Misuse(error.to_string())),
                 Err(error) => return Err(Failure::Internal(error.to_string())),

@@ -61,9 +61,9 @@ impl PythonCell {
     pub(crate) async fn start(
         &self,
         io: CellIo,
-        limits: &Limits,
+        limits: CellLimits,
     ) -> Result<Cell, code_runtime_sandbox::SandboxError> {
-        self.plan.start(io, self.limits(limits)).await
+        self.plan.start(io, limits).await
     }
 
     /// Starts the interpreter in a cell as a run would be, under the configured memory budget,
@@ -86,7 +86,7 @@ impl PythonCell {
             channel: null().map_err(|error| invalid(error.to_string()))?,
         };
         let limits = Limits { compute_ms: 10_000, ..config.limits };
-        let mut running = futures::executor::block_on(cell.start(io, &limits))
+        let mut running = futures::executor::block_on(cell.start(io, cell.limits(&limits)))
             .map_err(|error| invalid(error.to_string()))?;
         let mut stdout = String::new();
         let mut stderr = String::new();

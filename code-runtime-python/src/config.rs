@@ -41,6 +41,12 @@ pub struct PythonConfig {
     /// and the interpreter included (default 64). Enforced where the sandbox has a user namespace
     /// or the host is root (see `Containment::process_limit`).
     pub max_processes: u32,
+    /// Keep one cell started ahead of the next run, its interpreter loaded and waiting (default
+    /// `true`). A run under the provider's limits then does not wait for the interpreter to start
+    /// (a few milliseconds instead of tens). The cell is fresh (no program ran in it) and serves
+    /// one run; the next is started as it is taken. It costs one idle interpreter (a few MB), and
+    /// `dispose` ends it. A one-shot host that runs one program and exits gains nothing from it.
+    pub warm_cell: bool,
     /// Runs in flight at once (each is a child process); more wait in a queue, their wall clock
     /// running. Default 64.
     pub max_concurrent_runs: usize,
@@ -77,6 +83,7 @@ impl Default for PythonConfig {
             max_frame_bytes: None,
             sandbox: SandboxOptions::default(),
             max_processes: DEFAULT_MAX_PROCESSES,
+            warm_cell: true,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
             probe_cache: ProbeCache::default(),
         }

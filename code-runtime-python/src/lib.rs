@@ -43,6 +43,9 @@
 //!   [`containment`](PythonCodeRuntime::containment) says which layers hold on this machine;
 //!   with `sandbox.require` (the default) construction fails when one asked for does not.
 //!   docs/security.md is the threat model.
+//! - A cell is started for each run, or ahead of it ([`PythonConfig::warm_cell`], the default: a
+//!   run under the provider's limits then finds its interpreter loaded and waiting). No cell
+//!   serves two runs.
 //! - `compute_ms` is the CPU time of every process of the run, the interpreter's (read at
 //!   nanosecond precision) and its children's, polled as the budget nears its end; memory is
 //!   bounded per process (`RLIMIT_AS`) and for the whole cell (its resident memory and its
@@ -65,6 +68,7 @@ pub mod frame;
 mod pipe;
 mod probe;
 mod substrate;
+mod warm;
 
 use std::path::PathBuf;
 
@@ -111,9 +115,7 @@ pub enum PythonError {
 /// A [`CodeRuntime`] that runs Python programs, one fresh `python3` per run in a sandbox cell.
 #[derive(Debug)]
 pub struct PythonCodeRuntime {
-    config: PythonConfig,
-    probe: probe::Probe,
-    cell: cell::PythonCell,
+    warm: warm::WarmCell,
     host: Host,
 }
 
@@ -137,7 +139,8 @@ impl PythonCodeRuntime {
         let host = Host::new(config.limits, config.max_concurrent_runs)?;
         let probe = probe::probe(&config)?;
         let cell = cell::PythonCell::new(&probe, &config)?;
-        Ok(Self { config, probe, cell, host })
+        let warm = warm::WarmCell::new(std::sync::Arc::new(warm::Launcher { config, probe, cell }));
+        Ok(Self { warm, host })
     }
 
     /// [`new`](Self::new) on a thread of its own, so an async host's executor is not blocked by
@@ -159,22 +162,22 @@ impl PythonCodeRuntime {
 
     /// The interpreter every run starts (the real executable behind the configured one).
     pub fn executable(&self) -> &std::path::Path {
-        &self.probe.executable
+        &self.warm.launcher().probe.executable
     }
 
     /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
-        self.cell.containment()
+        self.warm.launcher().cell.containment()
     }
 
     /// Whether construction read the probe from the cache instead of starting the interpreter.
     pub fn probe_was_cached(&self) -> bool {
-        self.probe.cached
+        self.warm.launcher().probe.cached
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &PythonConfig {
-        &self.config
+        &self.warm.launcher().config
     }
 }
 
@@ -200,11 +203,15 @@ impl CodeRuntime for PythonCodeRuntime {
     /// which [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
         self.host
-            .run(request, |start| substrate::start(&self.config, &self.probe, &self.cell, start))
+            .run(request, |start| async move {
+                let launched = self.warm.take(&start.limits).await?;
+                Ok(launched.run(&self.warm.launcher().config, start))
+            })
             .await
     }
 
     async fn dispose(&self) {
+        self.warm.close().await;
         self.host.dispose().await;
     }
 }

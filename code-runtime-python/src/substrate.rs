@@ -13,7 +13,7 @@ use code_runtime::provider::{
     BindingTable, CallId, Ending, Event, Start, StopReason, Substrate, Teardown, catalogue, reactor,
 };
 use code_runtime::{BindingArgs, BindingError, FailureKind, JsonValue, Limits};
-use code_runtime_sandbox::{Cell, CellExit, CellIo};
+use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits};
 use futures::future::BoxFuture;
 use futures::{Sink, StreamExt};
 use tokio::io::unix::AsyncFd;
@@ -68,13 +68,26 @@ pub(crate) struct ChildSubstrate {
     truncated: bool,
 }
 
-/// Starts the cell of one run and sends its interpreter the bootstrap and `boot`.
-pub(crate) async fn start(
+/// A started cell whose interpreter has its bootstrap and waits for `boot`: everything a run
+/// needs before it knows its program. Made for one run, or ahead of one (see `warm.rs`); used by
+/// one run at most.
+pub(crate) struct Launched {
+    process: Process,
+    frames: FramedRead<OwnedReadHalf, FrameCodec>,
+    sink: FramedWrite<OwnedWriteHalf, FrameCodec>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    /// What the cell was started with (its rlimits, the size of its `/tmp`).
+    limits: CellLimits,
+}
+
+/// Starts a cell for a run under `limits` and sends its interpreter the bootstrap.
+pub(crate) async fn launch(
     config: &PythonConfig,
     probe: &Probe,
     cell: &PythonCell,
-    start: Start,
-) -> Result<ChildSubstrate, Ending> {
+    limits: &Limits,
+) -> Result<Launched, Ending> {
     let failed =
         |what: &str, error: &dyn std::fmt::Display| Ending::Failed(format!("{what}: {error}"));
     let (host_end, child_end) = std::os::unix::net::UnixStream::pair()
@@ -90,8 +103,9 @@ pub(crate) async fn start(
         channel: child_end.into(),
     };
     // The cell holds the other ends now: EOF on any of them means the cell is gone.
+    let cell_limits = cell.limits(limits);
     let running =
-        cell.start(io, &start.limits).await.map_err(|e| failed("cannot start python", &e))?;
+        cell.start(io, cell_limits).await.map_err(|e| failed("cannot start python", &e))?;
     let mut process = Process::new(running).map_err(|e| failed("cannot watch python", &e))?;
     let (frames, sink) = match channel(host_end, &probe.bootstrap.prelude, config.frame_bytes()) {
         Ok(halves) => halves,
@@ -100,24 +114,54 @@ pub(crate) async fn start(
             return Err(failed("cannot send the bootstrap", &error));
         }
     };
-    let cap = start.limits.output_bytes();
-    let boot = frame::boot(&start.namespaces, start.limits.max_output_bytes, config.frame_bytes());
-    let memory_check = reactor::enter(|| Box::pin(tokio::time::sleep(MEMORY_INTERVAL)));
-    Ok(ChildSubstrate {
-        stdout: PipeLines::new(Some(stdout), cap),
-        stderr: PipeLines::new(Some(stderr), cap),
-        process,
-        memory_check,
-        frames,
-        sink,
-        outbox: VecDeque::from([boot]),
-        writable: true,
-        table: start.table,
-        program: Some(start.program),
-        seen: HashSet::new(),
-        limits: start.limits,
-        truncated: false,
-    })
+    Ok(Launched { process, frames, sink, stdout, stderr, limits: cell_limits })
+}
+
+impl Launched {
+    /// Whether a run whose cell would get `limits` can use this one.
+    pub(crate) fn fits(&self, limits: &CellLimits) -> bool {
+        self.limits == *limits
+    }
+
+    /// Whether the cell is still there (nothing stopped it while it waited).
+    pub(crate) fn is_alive(&mut self) -> bool {
+        self.process.reaped.is_none() && matches!(self.process.cell.try_wait(), Ok(None))
+    }
+
+    /// The host pid of the cell's init.
+    #[cfg(test)]
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.process.cell.pid()
+    }
+
+    /// Kills the cell and waits until it is reaped.
+    pub(crate) async fn discard(mut self) {
+        self.process.kill();
+        self.process.reap().await;
+    }
+
+    /// The run's substrate: sends `boot`, then the program once the interpreter acknowledges.
+    pub(crate) fn run(self, config: &PythonConfig, start: Start) -> ChildSubstrate {
+        let cap = start.limits.output_bytes();
+        let boot =
+            frame::boot(&start.namespaces, start.limits.max_output_bytes, config.frame_bytes());
+        let memory_check = reactor::enter(|| Box::pin(tokio::time::sleep(MEMORY_INTERVAL)));
+        ChildSubstrate {
+            stdout: PipeLines::new(Some(self.stdout), cap),
+            stderr: PipeLines::new(Some(self.stderr), cap),
+            process: self.process,
+            memory_check,
+            frames: self.frames,
+            sink: self.sink,
+            outbox: VecDeque::from([boot]),
+            writable: true,
+            table: start.table,
+            program: Some(start.program),
+            seen: HashSet::new(),
+            limits: start.limits,
+            truncated: false,
+        }
+    }
 }
 
 /// Writes the bootstrap's bytecode (the prelude), then makes the channel a pair of framed halves

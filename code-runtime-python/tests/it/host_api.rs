@@ -190,6 +190,29 @@ fn shutting_down_the_runtime_mid_run_leaves_nothing_behind() {
 }
 
 #[test]
+fn every_run_gets_a_cell_of_its_own_warm_or_not() {
+    // A warm cell serves one run: three runs in a row are three cells. A run with a tighter
+    // memory budget does not fit the warm cell (its /tmp is the budget's size) and gets its own.
+    let runtime = runtime(Limits::default());
+    let program =
+        format!("{ANNOUNCE}st = os.statvfs('/tmp')\nreturn st.f_blocks * st.f_frsize // (1 << 20)");
+    let mut namespaces = Vec::new();
+    let mut tmp_sizes = Vec::new();
+    for memory in [None, None, Some(128), None] {
+        let announced = Announced::default();
+        let request = CodeRunRequest::new(&program)
+            .binding(announced.namespace())
+            .limits(RunLimits { max_memory_mb: memory, ..RunLimits::default() });
+        let result = run_on(&runtime, request);
+        tmp_sizes.push(value(&result).as_u64().unwrap());
+        namespaces.push(announced.get().unwrap());
+    }
+    let distinct: std::collections::BTreeSet<_> = namespaces.iter().collect();
+    assert_eq!(distinct.len(), 4, "{namespaces:?}");
+    assert_eq!(tmp_sizes, [512, 512, 128, 512]);
+}
+
+#[test]
 fn construction_does_not_block_an_async_host_and_is_cached() {
     let bare = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let runtime = bare.block_on(async {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use code_runtime::{BindingError, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::frame::{self, ChildFrame};
+use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 
@@ -83,8 +84,14 @@ fn c173_c174_the_documented_transcript_is_what_a_run_puts_on_the_wire() {
         }
     });
     let tools = crate::tools().function("echo", echo);
-    let runtime =
-        crate::runtime(code_runtime::Limits { max_output_bytes: 65_536, ..Default::default() });
+    // Without a warm cell, the whole exchange (the prelude included, which a warm cell gets
+    // when it starts) happens inside this run.
+    let runtime = PythonCodeRuntime::new(PythonConfig {
+        limits: code_runtime::Limits { max_output_bytes: 65_536, ..Default::default() },
+        warm_cell: false,
+        ..PythonConfig::default()
+    })
+    .unwrap();
     let wire = Arc::new(Wire::default());
     // The host loop runs on this thread (no executor of its own), so this thread's subscriber
     // sees every frame.
