@@ -91,7 +91,7 @@ impl Default for PythonConfig {
 }
 
 /// Processes and threads of one run, unless configured.
-pub const DEFAULT_MAX_PROCESSES: u32 = 64;
+pub const DEFAULT_MAX_PROCESSES: u32 = code_runtime_sandbox::DEFAULT_PROCESSES;
 
 /// The smallest frame limit accepted: room for a boot frame and short messages.
 const MIN_FRAME_BYTES: usize = 64 * 1024;

@@ -70,4 +70,4 @@ mod spawner;
 pub use crate::cell::{Cell, CellExit, CellIo, Usage};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
-pub use crate::plan::{CellLimits, CellPlan, CellSpec};
+pub use crate::plan::{CellLimits, CellPlan, CellSpec, DEFAULT_PROCESSES};

@@ -51,11 +51,21 @@ pub struct CellLimits {
     pub file_bytes: u64,
 }
 
+/// Processes and threads of a cell unless its host says otherwise (DESIGN.md §10).
+pub const DEFAULT_PROCESSES: u32 = 64;
+
 impl CellLimits {
     /// Limits for a program with `memory_bytes` of memory and `cpu_seconds` of CPU time: at most
-    /// 64 processes and threads, 256 open descriptors, files up to the memory budget.
+    /// [`DEFAULT_PROCESSES`] processes and threads, 256 open descriptors, files up to the memory
+    /// budget.
     pub fn new(memory_bytes: u64, cpu_seconds: u64) -> Self {
-        Self { memory_bytes, cpu_seconds, processes: 64, open_files: 256, file_bytes: memory_bytes }
+        Self {
+            memory_bytes,
+            cpu_seconds,
+            processes: u64::from(DEFAULT_PROCESSES),
+            open_files: 256,
+            file_bytes: memory_bytes,
+        }
     }
 }
 

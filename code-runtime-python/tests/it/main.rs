@@ -6,7 +6,6 @@ mod contract;
 mod escape;
 mod host_api;
 mod hostile;
-mod protocol;
 
 use std::sync::OnceLock;
 

@@ -1,10 +1,14 @@
 //! docs/python-frame-protocol.md is kept true here: its transcript is what a real run through the
-//! provider (its spawn path, its containment, its bootstrap) puts on the wire, as the provider
-//! reports it on the `code_runtime_python::wire` tracing target.
+//! provider (its cell, its bootstrap) puts on the wire, as the provider reports it on the
+//! `code_runtime_python::wire` tracing target.
+//!
+//! A test binary of its own: tracing decides once per call site, for the whole process, whether
+//! anyone listens, and runs of other tests on other threads met the wire's call sites before
+//! this test's subscriber existed (it then missed frames now and then).
 
 use std::sync::{Arc, Mutex};
 
-use code_runtime::{BindingError, CodeRunRequest, CodeRuntime, binding};
+use code_runtime::{BindingError, CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::frame::{self, ChildFrame};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use serde_json::json;
@@ -83,7 +87,9 @@ fn c173_c174_the_documented_transcript_is_what_a_run_puts_on_the_wire() {
             if *calls == 1 { Ok(args.into()) } else { Err(BindingError::new("denied")) }
         }
     });
-    let tools = crate::tools().function("echo", echo);
+    let tools = CodeBindingNamespace::new("tools")
+        .error_class("ToolCallError", "toolName")
+        .function("echo", echo);
     // Without a warm cell, the whole exchange (the prelude included, which a warm cell gets
     // when it starts) happens inside this run.
     let runtime = PythonCodeRuntime::new(PythonConfig {
