@@ -12,7 +12,9 @@ pub struct WorkerThreadConfig {
     pub limits: Limits,
     /// Allow `eval` and `new Function` (default `false`, as Cloudflare Workers do).
     pub allow_eval: bool,
-    /// Allow compiling WebAssembly (default `false`).
+    /// Allow WebAssembly (default `false`): without it the `WebAssembly` namespace is absent
+    /// (a `WebAssembly.Memory` needs no compilation, and its pages are V8's own, outside the
+    /// memory budget's allocator) and compilation is refused.
     pub allow_wasm: bool,
     /// Runs in flight at once (each is an isolate on its own thread); more wait in a queue, their
     /// wall clock running. Default 64.

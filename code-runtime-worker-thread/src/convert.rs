@@ -10,11 +10,30 @@ use std::collections::HashMap;
 use code_runtime::json::{self, JsonValue};
 use serde_json::Map;
 
+use crate::meter::{Halt, Meter};
 use crate::state::Intrinsics;
 
 /// Why a value did not cross.
 #[derive(Debug)]
-pub(crate) struct Lossy;
+pub(crate) enum Refused {
+    /// It is not lossless JSON.
+    Lossy,
+    /// Its JSON would outgrow the meter, or the run was terminated while it was read.
+    Halted(Halt),
+}
+
+impl From<Halt> for Refused {
+    fn from(halt: Halt) -> Self {
+        Refused::Halted(halt)
+    }
+}
+
+use Refused::Lossy;
+
+/// JSON bytes charged for a value whose text is not built yet: a number's spelling is at most
+/// 24 bytes, and `false` is the longest other leaf.
+const NUMBER_BYTES: usize = 24;
+const LEAF_BYTES: usize = 5;
 
 /// Converts a program value into a detached lossless JSON value, or [`Lossy`].
 ///
@@ -22,11 +41,15 @@ pub(crate) struct Lossy;
 /// dense arrays whose prototype is the intrinsic `Array.prototype` and that have no other own
 /// properties, and objects whose prototype is `null` or the intrinsic `Object.prototype` and whose
 /// own keys are all enumerable strings. Shared references are copied; cycles are refused.
+///
+/// Every piece is charged to `meter` (in JSON bytes) before it is copied, so a value whose JSON
+/// outgrows the meter is refused after copying at most the meter's worth.
 pub(crate) fn from_v8<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     intrinsics: &Intrinsics,
     value: v8::Local<'_, v8::Value>,
-) -> Result<JsonValue, Lossy> {
+    meter: &mut Meter<'_>,
+) -> Result<JsonValue, Refused> {
     let value = v8::Local::new(scope, value);
     let mut snapshot = Snapshot {
         object_prototype: v8::Local::new(scope, &intrinsics.object_prototype),
@@ -34,7 +57,7 @@ pub(crate) fn from_v8<'s>(
         stack: Vec::new(),
         path: HashMap::new(),
     };
-    let result = snapshot.take(scope, value);
+    let result = snapshot.take(scope, value, meter);
     if result.is_err() {
         // What was built so far may be deep; drop it without recursion.
         for frame in snapshot.stack.drain(..) {
@@ -84,11 +107,12 @@ impl<'s> Snapshot<'s> {
         &mut self,
         scope: &mut v8::PinScope<'s, '_>,
         value: v8::Local<'s, v8::Value>,
-    ) -> Result<JsonValue, Lossy> {
+        meter: &mut Meter<'_>,
+    ) -> Result<JsonValue, Refused> {
         let mut pending = Some(value);
         loop {
             if let Some(value) = pending.take() {
-                if let Some(leaf) = self.visit(scope, value)? {
+                if let Some(leaf) = self.visit(scope, value, meter)? {
                     if let Some(done) = self.attach(leaf) {
                         return Ok(done);
                     }
@@ -110,22 +134,26 @@ impl<'s> Snapshot<'s> {
         &mut self,
         scope: &mut v8::PinScope<'s, '_>,
         value: v8::Local<'s, v8::Value>,
-    ) -> Result<Option<JsonValue>, Lossy> {
+        meter: &mut Meter<'_>,
+    ) -> Result<Option<JsonValue>, Refused> {
         let leaf = if value.is_null() {
+            meter.charge(LEAF_BYTES)?;
             JsonValue::Null
         } else if value.is_boolean() {
+            meter.charge(LEAF_BYTES)?;
             JsonValue::Bool(value.is_true())
         } else if value.is_number() {
+            meter.charge(NUMBER_BYTES)?;
             let number = value.number_value(scope).ok_or(Lossy)?;
             JsonValue::Number(json::number_from_f64(number).map_err(|_| Lossy)?)
         } else if value.is_string() {
             let string = value.to_string(scope).ok_or(Lossy)?;
-            JsonValue::String(string_from_v8(scope, string)?)
+            JsonValue::String(metered_string(scope, string, meter)?)
         } else if value.is_array() {
-            self.open_array(scope, value.try_into().map_err(|_| Lossy)?)?;
+            self.open_array(scope, value.try_into().map_err(|_| Lossy)?, meter)?;
             return Ok(None);
         } else if value.is_object() && !value.is_function() && !value.is_proxy() {
-            self.open_object(scope, value.try_into().map_err(|_| Lossy)?)?;
+            self.open_object(scope, value.try_into().map_err(|_| Lossy)?, meter)?;
             return Ok(None);
         } else {
             // undefined, bigint, symbol, function, proxy.
@@ -138,13 +166,16 @@ impl<'s> Snapshot<'s> {
         &mut self,
         scope: &mut v8::PinScope<'s, '_>,
         array: v8::Local<'s, v8::Array>,
-    ) -> Result<(), Lossy> {
+        meter: &mut Meter<'_>,
+    ) -> Result<(), Refused> {
         let object: v8::Local<'s, v8::Object> = array.into();
         let prototype = object.get_prototype(scope);
         if prototype.is_none_or(|proto| !proto.strict_equals(self.array_prototype.into())) {
             return Err(Lossy);
         }
         let length = array.length();
+        // The brackets and a comma per item, before anything is allocated for the items.
+        meter.charge(2 + length as usize)?;
         // The own keys must be exactly the indices `0..length` in order, then `length`: anything
         // else is a hole (possibly "compensated" by an extra key) or a decoration.
         let keys = object.get_own_property_names(scope, all_own_keys()).ok_or(Lossy)?;
@@ -167,7 +198,8 @@ impl<'s> Snapshot<'s> {
         &mut self,
         scope: &mut v8::PinScope<'s, '_>,
         object: v8::Local<'s, v8::Object>,
-    ) -> Result<(), Lossy> {
+        meter: &mut Meter<'_>,
+    ) -> Result<(), Refused> {
         let proto = object.get_prototype(scope).ok_or(Lossy)?;
         if !(proto.is_null() || proto.strict_equals(self.object_prototype.into())) {
             return Err(Lossy);
@@ -178,11 +210,13 @@ impl<'s> Snapshot<'s> {
         if all.length() != enumerable.length() {
             return Err(Lossy); // A symbol key or a non-enumerable property.
         }
+        // The braces, and per member a colon and a comma.
+        meter.charge(2 + 2 * enumerable.length() as usize)?;
         let mut keys = Vec::with_capacity(enumerable.length() as usize);
         for index in 0..enumerable.length() {
             let key = enumerable.get_index(scope, index).ok_or(Lossy)?;
             let key = key.to_string(scope).ok_or(Lossy)?;
-            keys.push(string_from_v8(scope, key)?);
+            keys.push(metered_string(scope, key, meter)?);
         }
         self.enter(object)?;
         self.stack.push(Frame::Object { source: object, keys, next: 0, members: Map::new() });
@@ -190,7 +224,7 @@ impl<'s> Snapshot<'s> {
     }
 
     /// Puts `object` on the current path, refusing a cycle.
-    fn enter(&mut self, object: v8::Local<'s, v8::Object>) -> Result<(), Lossy> {
+    fn enter(&mut self, object: v8::Local<'s, v8::Object>) -> Result<(), Refused> {
         let open = self.path.entry(object.get_identity_hash().get()).or_default();
         if open.iter().any(|other| other.strict_equals(object.into())) {
             return Err(Lossy);
@@ -219,7 +253,7 @@ impl<'s> Snapshot<'s> {
     fn next_slot(
         &mut self,
         scope: &mut v8::PinScope<'s, '_>,
-    ) -> Result<Option<v8::Local<'s, v8::Value>>, Lossy> {
+    ) -> Result<Option<v8::Local<'s, v8::Value>>, Refused> {
         match self.stack.last_mut() {
             None => Err(Lossy),
             Some(Frame::Array { source, length, next, .. }) => {
@@ -280,11 +314,26 @@ pub(crate) fn enumerable_string_keys() -> v8::GetPropertyNamesArgs {
     }
 }
 
+/// A V8 string as a Rust string, charged to `meter` (its UTF-16 length is checked before the
+/// copy; its UTF-8 length and quotes are charged after).
+fn metered_string(
+    scope: &mut v8::PinScope<'_, '_>,
+    string: v8::Local<'_, v8::String>,
+    meter: &mut Meter<'_>,
+) -> Result<String, Refused> {
+    if !meter.fits(string.length().saturating_add(2)) {
+        return Err(Refused::Halted(Halt::TooLarge));
+    }
+    let text = string_from_v8(scope, string)?;
+    meter.charge(text.len() + 2)?;
+    Ok(text)
+}
+
 /// A V8 string as a Rust string; a lone surrogate is not lossless (DESIGN.md §9.2).
 pub(crate) fn string_from_v8(
     scope: &mut v8::PinScope<'_, '_>,
     string: v8::Local<'_, v8::String>,
-) -> Result<String, Lossy> {
+) -> Result<String, Refused> {
     if string.contains_only_onebyte() {
         // Latin-1 cannot hold a surrogate.
         return Ok(string.to_rust_string_lossy(scope));

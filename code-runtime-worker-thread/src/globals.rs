@@ -3,7 +3,7 @@
 //! declared error classes; and the native callbacks behind them, which find the run through an
 //! isolate slot ([`state::of`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -11,8 +11,10 @@ use code_runtime::provider::{CallId, Event, FunctionId, catalogue};
 use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::convert::{self, Lossy};
-use crate::state::{self, ErrorClass, Intrinsics, Member, Run, RunState, Timer};
+use crate::convert::{self, Refused};
+use crate::meter::{Halt, Meter};
+use crate::state::{self, Bounds, ErrorClass, Intrinsics, Member, Pending, Run, RunState, Timer};
+use crate::termination::Cause;
 use crate::{platform, render};
 
 /// What the isolate thread knows of one namespace.
@@ -29,6 +31,7 @@ pub(crate) fn install<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     namespaces: &[NamespaceSetup],
     host: &UnboundedSender<Event>,
+    bounds: Bounds,
 ) -> Option<(Rc<Run>, Vec<v8::Local<'s, v8::Value>>)> {
     let context = scope.get_current_context();
     let global = context.global(scope);
@@ -41,6 +44,8 @@ pub(crate) fn install<'s>(
         intrinsics,
         members: Vec::new(),
         error_classes: Vec::new(),
+        output_left: Cell::new(bounds.max_output_bytes.saturating_add(1)),
+        bounds,
         state: RefCell::new(RunState::default()),
     };
     let mut classes: Vec<v8::Local<'s, v8::Value>> = Vec::new();
@@ -150,21 +155,38 @@ fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
 }
 
 /// `console.log` and its four siblings: strings verbatim, other values inspected, joined by
-/// spaces, one log entry per call.
+/// spaces, one log entry per call. A line that cannot fit in what is left of the output budget
+/// ends the run as `output-limit` here, before the host is handed a copy of it.
 fn console_log(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
     _rv: v8::ReturnValue<'_, v8::Value>,
 ) {
+    let Some(run) = state::of(scope) else { return };
+    let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
     let mut line = String::new();
+    let mut rendered = Ok(());
     for index in 0..args.length() {
         if index > 0 {
+            rendered = meter.charge(1);
             line.push(' ');
         }
-        line.push_str(&render::inspect(scope, args.get(index)));
+        rendered =
+            rendered.and_then(|()| render::inspect(scope, args.get(index), &mut meter, &mut line));
+        if rendered.is_err() {
+            break;
+        }
     }
-    if let Some(run) = state::of(scope) {
-        let _ = run.host.send(Event::Log(line));
+    match rendered {
+        Ok(()) => {
+            run.output_left.set(meter.left());
+            let _ = run.host.send(Event::Log(line));
+        }
+        Err(Halt::TooLarge) => {
+            run.output_left.set(0);
+            run.bounds.termination.stop(Cause::OutputExceeded);
+        }
+        Err(Halt::Terminated) => {}
     }
 }
 
@@ -234,34 +256,46 @@ fn call_binding(
     rv.set(resolver.get_promise(scope).into());
     // The conversion runs program getters, which may call bindings and timers themselves: no
     // borrow of the state is held across it.
+    let limit = run.bounds.budget.limit();
+    let mut meter = Meter::new(limit, &run.bounds.termination);
     let converted = if args.length() == 0 {
         Ok(JsonValue::Null)
     } else {
-        convert::from_v8(scope, &run.intrinsics, args.get(0))
+        convert::from_v8(scope, &run.intrinsics, args.get(0), &mut meter)
     };
-    match converted {
-        Ok(value) => {
+    // The host's copy of the argument and the call's bookkeeping count against the memory
+    // budget until the call settles, so a program calling in a loop without awaiting runs out of
+    // budget, not the host out of memory.
+    let reserved = (limit - meter.left()).saturating_add(PENDING_CALL_BYTES);
+    let refusal = match converted {
+        Ok(value) if run.bounds.budget.reserve_host(reserved) => {
             let call = {
                 let mut state = run.state.borrow_mut();
                 state.next_call += 1;
                 let call: CallId = state.next_call;
-                state.pending.insert(call, (v8::Global::new(scope, resolver), function));
+                let resolver = v8::Global::new(scope, resolver);
+                state.pending.insert(call, Pending { resolver, function, reserved });
                 call
             };
             let _ =
                 run.host.send(Event::Call { id: call, function, args: BindingArgs::new(value) });
+            return;
         }
-        Err(Lossy) => {
-            let error = binding_error(
-                scope,
-                &run,
-                function,
-                &BindingError::new(catalogue::LOSSY_ARGUMENTS),
-            );
-            resolver.reject(scope, error);
+        Ok(value) => {
+            code_runtime::json::drop_value(value);
+            catalogue::CALLS_OVER_BUDGET.to_owned()
         }
-    }
+        Err(Refused::Lossy) => catalogue::LOSSY_ARGUMENTS.to_owned(),
+        Err(Refused::Halted(Halt::TooLarge)) => catalogue::arguments_over_budget(limit),
+        Err(Refused::Halted(Halt::Terminated)) => return,
+    };
+    let error = binding_error(scope, &run, function, &BindingError::new(refusal));
+    resolver.reject(scope, error);
 }
+
+/// What a pending call holds besides its argument: its promise, its entry here, the host's
+/// future and channel message (a generous round figure; what matters is that it is not zero).
+const PENDING_CALL_BYTES: usize = 1024;
 
 /// The rejection value for a failed call of `function`: an instance of its namespace's error
 /// class (or the intrinsic `Error`) with the message, `data` (the rejection's data, or `null`) and
@@ -322,4 +356,18 @@ pub(crate) extern "C" fn promise_reject(message: v8::PromiseRejectMessage<'_>) {
         }
         _ => {}
     }
+}
+
+/// V8's report of an exception nobody caught, outside any call of ours (a throw in a
+/// `FinalizationRegistry` callback): it fails the run as `exception`, like an unhandled
+/// rejection, instead of reaching the host's stdout.
+pub(crate) extern "C" fn uncaught(
+    message: v8::Local<'_, v8::Message>,
+    exception: v8::Local<'_, v8::Value>,
+) {
+    // SAFETY: V8 calls the listener on the isolate's thread, inside its context.
+    v8::callback_scope!(unsafe scope, message);
+    let Some(run) = state::of(scope) else { return };
+    let exception = v8::Global::new(scope, exception);
+    run.state.borrow_mut().reported.push(exception);
 }

@@ -11,11 +11,12 @@ use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
 use code_runtime::{BindingError, JsonValue};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::convert::{self, Lossy};
+use crate::convert::{self, Refused};
 use crate::globals::{self, NamespaceSetup};
 use crate::memory::{self, HeapGuard, MemoryBudget};
 use crate::message::ToIsolate;
-use crate::state::Run;
+use crate::meter::{Halt, Meter};
+use crate::state::{Bounds, Pending, Run};
 use crate::termination::{Cause, Termination};
 use crate::{platform, render};
 
@@ -24,11 +25,14 @@ const PLATFORM_POLL: Duration = Duration::from_millis(10);
 
 /// What the isolate thread needs, all of it `Send`.
 pub(crate) struct Setup {
-    /// The stripped program, wrapped (see `strip::strip_and_wrap`).
-    pub(crate) source: String,
-    pub(crate) column_offset: i32,
+    /// The stripped program (see `strip::strip_program`).
+    pub(crate) body: String,
+    /// The names the program sees its environment under, in the order `globals::install` hands
+    /// the values: `console`, the namespaces, the error classes.
+    pub(crate) parameters: Vec<String>,
     pub(crate) namespaces: Vec<NamespaceSetup>,
     pub(crate) max_memory_mb: u64,
+    pub(crate) max_output_bytes: usize,
     pub(crate) allow_eval: bool,
     pub(crate) allow_wasm: bool,
     pub(crate) budget: Arc<MemoryBudget>,
@@ -49,6 +53,7 @@ pub(crate) fn run(setup: Setup, host: UnboundedSender<Event>, inbox: Receiver<To
         Some(Cause::OutOfMemory) => {
             Some(Ending::Stopped(StopReason::OutOfMemory { max_memory_mb: setup.max_memory_mb }))
         }
+        Some(Cause::OutputExceeded) => Some(Ending::Stopped(StopReason::OutputExceeded)),
         None => ending,
     };
     if let Some(ending) = ending {
@@ -80,6 +85,9 @@ fn run_isolate(
     let mut isolate = v8::Isolate::new(params);
     isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
     isolate.set_promise_reject_callback(globals::promise_reject);
+    // Without a listener, V8 prints an exception nobody catches (one thrown by a
+    // `FinalizationRegistry` callback, say) to the process's stdout: the host's.
+    isolate.add_message_listener(globals::uncaught);
     if !setup.allow_wasm {
         isolate.set_allow_wasm_code_generation_callback(deny_wasm);
     }
@@ -99,6 +107,11 @@ fn run_isolate(
         let context = v8::Context::new(scope, Default::default());
         let scope = &mut v8::ContextScope::new(scope, context);
         context.set_allow_generation_from_strings(setup.allow_eval);
+        if !setup.allow_wasm && !remove_webassembly(scope, context) {
+            return Some(Ending::Failed(
+                "the program's environment could not be set up".to_owned(),
+            ));
+        }
         execute(scope, setup, host, inbox)
     };
     // The isolate (and with it every handle into it) goes before the guard its callback uses.
@@ -107,13 +120,30 @@ fn run_isolate(
     ending
 }
 
+/// Takes the `WebAssembly` namespace away: refusing code generation is not enough, as
+/// `WebAssembly.Memory` needs none and its pages are V8's own, outside the ArrayBuffer allocator
+/// that charges the memory budget.
+fn remove_webassembly(
+    scope: &mut v8::PinScope<'_, '_>,
+    context: v8::Local<'_, v8::Context>,
+) -> bool {
+    let global = context.global(scope);
+    let Some(key) = v8::String::new(scope, "WebAssembly") else { return false };
+    global.delete(scope, key.into()) == Some(true)
+}
+
 fn execute(
     scope: &mut v8::PinScope<'_, '_>,
     setup: &Setup,
     host: &UnboundedSender<Event>,
     inbox: &Receiver<ToIsolate>,
 ) -> Option<Ending> {
-    let Some((run, parameters)) = globals::install(scope, &setup.namespaces, host) else {
+    let bounds = Bounds {
+        termination: setup.termination.clone(),
+        budget: setup.budget.clone(),
+        max_output_bytes: setup.max_output_bytes,
+    };
+    let Some((run, parameters)) = globals::install(scope, &setup.namespaces, host, bounds) else {
         return Some(Ending::Failed("the program's environment could not be set up".to_owned()));
     };
     scope.set_slot(run.clone());
@@ -123,7 +153,7 @@ fn execute(
             return None;
         }
         let exception = scope.exception().unwrap_or_else(|| v8::undefined(scope).into());
-        return Some(Ending::Threw(render::exception(scope, &run.intrinsics, exception)));
+        return threw(scope, &run, exception);
     };
     run.state.borrow_mut().main = Some(v8::Global::new(scope, promise));
     loop {
@@ -161,16 +191,20 @@ fn turn(
     if setup.termination.cause().is_some() || scope.is_execution_terminating() {
         return Some(None);
     }
-    let unhandled = run.state.borrow_mut().unhandled.drain(..).next();
-    if let Some((_, reason)) = unhandled {
+    let unhandled = {
+        let mut state = run.state.borrow_mut();
+        let reported = state.reported.drain(..).next();
+        reported.or_else(|| state.unhandled.drain(..).next().map(|(_, reason)| reason))
+    };
+    if let Some(reason) = unhandled {
         let reason = v8::Local::new(scope, reason);
-        return Some(Some(Ending::Threw(render::exception(scope, &run.intrinsics, reason))));
+        return Some(threw(scope, run, reason));
     }
     match promise.state() {
         v8::PromiseState::Fulfilled => Some(completion(scope, run, promise.result(scope))),
         v8::PromiseState::Rejected => {
             let reason = promise.result(scope);
-            Some(Some(Ending::Threw(render::exception(scope, &run.intrinsics, reason))))
+            Some(threw(scope, run, reason))
         }
         v8::PromiseState::Pending => {
             setup.budget.set_heap(scope.get_heap_statistics().used_heap_size());
@@ -188,26 +222,55 @@ fn completion(
     if value.is_undefined() {
         return Some(Ending::Completed(None));
     }
-    match convert::from_v8(scope, &run.intrinsics, value) {
+    let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
+    match convert::from_v8(scope, &run.intrinsics, value, &mut meter) {
         Ok(value) => Some(Ending::Completed(Some(value))),
-        Err(Lossy) if scope.is_execution_terminating() => None,
-        Err(Lossy) => Some(Ending::InvalidOutput),
+        Err(Refused::Halted(Halt::TooLarge)) => Some(Ending::Stopped(StopReason::OutputExceeded)),
+        Err(Refused::Halted(Halt::Terminated)) => None,
+        Err(Refused::Lossy) if scope.is_execution_terminating() => None,
+        Err(Refused::Lossy) => Some(Ending::InvalidOutput),
     }
 }
 
-/// Compiles the wrapper and calls it; `None` when compilation or the call threw.
+/// The run's ending for a thrown `value`: its rendering, metered like output (a message that
+/// cannot fit is `output-limit`), or `None` if the run was terminated while it was rendered.
+fn threw(
+    scope: &mut v8::PinScope<'_, '_>,
+    run: &Run,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<Ending> {
+    let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
+    match render::exception(scope, &run.intrinsics, value, &mut meter) {
+        Ok(text) => Some(Ending::Threw(text)),
+        Err(Halt::TooLarge) => Some(Ending::Stopped(StopReason::OutputExceeded)),
+        Err(Halt::Terminated) => None,
+    }
+}
+
+/// The text before the program's body. The outer function is compiled with
+/// `ScriptCompiler::CompileFunction`, which parses its source as a function body and nothing
+/// else: a program that closes the async function early (`return 1 }, evil(), async function () {`)
+/// is still inside the outer function, in strict mode, and the host calls the function it
+/// compiled, never one the program made. The async function is returned, not called, so a
+/// program's stack traces show its own frames only.
+const BODY_PREFIX: &str = "\"use strict\"; return async function () {";
+const BODY_SUFFIX: &str = "\n};";
+
+/// Compiles the program and calls it; `None` when compilation or the call threw.
 fn start<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     setup: &Setup,
     parameters: &[v8::Local<'s, v8::Value>],
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let source = v8::String::new(scope, &setup.source)?;
+    let source = format!("{BODY_PREFIX}{}{BODY_SUFFIX}", setup.body);
+    let source = v8::String::new(scope, &source)?;
     let name = v8::String::new(scope, "program")?;
+    let column_offset = -i32::try_from(BODY_PREFIX.len()).unwrap_or(0);
     let origin = v8::ScriptOrigin::new(
         scope,
         name.into(),
         0,
-        setup.column_offset,
+        column_offset,
         false,
         0,
         None,
@@ -216,10 +279,24 @@ fn start<'s>(
         false,
         None,
     );
-    let wrapper: v8::Local<'s, v8::Function> =
-        v8::Script::compile(scope, source, Some(&origin))?.run(scope)?.try_into().ok()?;
+    let names = setup
+        .parameters
+        .iter()
+        .map(|name| v8::String::new(scope, name))
+        .collect::<Option<Vec<_>>>()?;
+    let mut source = v8::script_compiler::Source::new(source, Some(&origin));
+    let outer = v8::script_compiler::compile_function(
+        scope,
+        &mut source,
+        &names,
+        &[],
+        v8::script_compiler::CompileOptions::NoCompileOptions,
+        v8::script_compiler::NoCacheReason::NoReason,
+    )?;
     let undefined = v8::undefined(scope).into();
-    wrapper.call(scope, undefined, parameters)?.try_into().ok()
+    let program: v8::Local<'s, v8::Function> =
+        outer.call(scope, undefined, parameters)?.try_into().ok()?;
+    program.call(scope, undefined, &[])?.try_into().ok()
 }
 
 /// Resolves or rejects the promise of call `call`.
@@ -229,7 +306,12 @@ fn settle(
     call: u64,
     outcome: Result<JsonValue, BindingError>,
 ) {
-    let Some((resolver, function)) = run.state.borrow_mut().pending.remove(&call) else { return };
+    let Some(Pending { resolver, function, reserved }) =
+        run.state.borrow_mut().pending.remove(&call)
+    else {
+        return;
+    };
+    run.bounds.budget.release_host(reserved);
     let resolver = v8::Local::new(scope, resolver);
     match outcome {
         Ok(value) => {
@@ -275,7 +357,7 @@ fn fire_timers(scope: &mut v8::PinScope<'_, '_>, run: &Run) -> Option<Option<End
                 return Some(None);
             }
             let exception = tc.exception().unwrap_or_else(|| v8::undefined(tc).into());
-            return Some(Some(Ending::Threw(render::exception(tc, &run.intrinsics, exception))));
+            return Some(threw(tc, run, exception));
         }
         tc.perform_microtask_checkpoint();
     }

@@ -23,7 +23,9 @@
 //! declared error classes (real `Error` subclasses; a rejection carries the host's `data` as
 //! `e.data`), `console` (`log`, `info`, `warn`, `error`, `debug`) and `setTimeout` /
 //! `clearTimeout`. No Node or Deno API, no network, no filesystem, no `process`. `eval`,
-//! `new Function` and WebAssembly compilation are refused unless the configuration allows them.
+//! `new Function` are refused, and `WebAssembly` is absent, unless the configuration allows them.
+//! The program is the body of an async function, compiled as a function body in strict mode; a
+//! program over 1 MiB is refused.
 //!
 //! ## Limits and caveats
 //!
@@ -35,9 +37,13 @@
 //!   that fills its heap ends as `worker-exit` (`out of memory`).
 //! - An isolate is never reused: every run creates one from a startup snapshot made once per
 //!   process (a trivial run costs about 1.5 ms in all on a 2-core machine).
-//! - Isolates run in this process: a V8 fatal error (some allocation failures are) aborts it.
-//!   Run untrusted programs where a crash of the host process is acceptable, or in a process of
-//!   their own.
+//! - Whatever a program hands the host (a result, a `console` line, a call's argument, a thrown
+//!   value's text) is walked iteratively and charged as it is copied: results and lines against
+//!   the output budget, arguments and pending calls against the memory budget. The deadlines
+//!   hold while it is walked.
+//! - Isolates run in this process: a V8 fatal error (a single allocation past the budget and its
+//!   one extension, an internal size limit) aborts it. Run untrusted programs where a crash of
+//!   the host process is acceptable, or in a process of their own (docs/security.md).
 #![warn(missing_docs)]
 
 mod config;
@@ -46,6 +52,7 @@ mod globals;
 mod isolate;
 mod memory;
 mod message;
+mod meter;
 mod platform;
 mod render;
 mod state;

@@ -12,6 +12,7 @@ use crate::termination::{Cause, Termination};
 #[derive(Debug)]
 pub(crate) struct MemoryBudget {
     limit: usize,
+    /// ArrayBuffer backing stores and the host's copies of program data.
     array_buffers: AtomicUsize,
     heap: AtomicUsize,
     /// Set when the allocator refuses a backing store: V8 then collects all garbage, which calls
@@ -34,12 +35,35 @@ impl MemoryBudget {
         self.heap.store(bytes, Ordering::Relaxed);
     }
 
+    /// The budget, in bytes.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Takes `len` bytes for a host-side copy of program data (a pending call's argument);
+    /// `false` when the budget cannot hold them.
+    pub(crate) fn reserve_host(&self, len: usize) -> bool {
+        self.take(len)
+    }
+
+    /// Gives back what [`reserve_host`](Self::reserve_host) took.
+    pub(crate) fn release_host(&self, len: usize) {
+        self.release(len);
+    }
+
     fn reserve(&self, len: usize) -> bool {
+        let taken = self.take(len);
+        if !taken {
+            self.refused.store(true, Ordering::Release);
+        }
+        taken
+    }
+
+    fn take(&self, len: usize) -> bool {
         let heap = self.heap.load(Ordering::Relaxed);
         let mut used = self.array_buffers.load(Ordering::Relaxed);
         loop {
             if used.saturating_add(len).saturating_add(heap) > self.limit {
-                self.refused.store(true, Ordering::Release);
                 return false;
             }
             match self.array_buffers.compare_exchange_weak(
@@ -118,8 +142,11 @@ pub(crate) struct HeapGuard {
 /// Refused backing stores that stay a `RangeError` the program can catch; a program that keeps
 /// asking ends as out of memory.
 const MAX_REFUSALS: u32 = 4;
-/// Extensions of the heap limit granted to unwind a terminated program.
-const MAX_UNWINDS: u32 = 2;
+/// Extensions of the heap limit granted to unwind a terminated program: one. A program whose
+/// single allocation outgrows even that (one string of hundreds of megabytes) meets V8's fatal
+/// out-of-memory error, which only `process` isolation survives; granting more each time would
+/// let the heap grow without bound.
+const MAX_UNWINDS: u32 = 1;
 
 /// V8 is about to run out of heap.
 ///
@@ -147,9 +174,9 @@ pub(crate) unsafe extern "C" fn near_heap_limit(
     }
     guard.termination.claim(Cause::OutOfMemory);
     guard.handle.terminate_execution();
-    // Room to unwind the terminated script; the run ends right after.
+    // Room to unwind the terminated script, once; the run ends right after.
     if guard.unwinds.fetch_add(1, Ordering::AcqRel) < MAX_UNWINDS {
-        current.saturating_mul(2)
+        current.saturating_add(current / 2)
     } else {
         current
     }

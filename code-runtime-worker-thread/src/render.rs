@@ -7,6 +7,7 @@
 use code_runtime::provider::catalogue;
 
 use crate::convert::enumerable_string_keys;
+use crate::meter::{Halt, Meter};
 use crate::state::Intrinsics;
 
 /// Containers deeper than this print as `[Object]` / `[Array]`, as Node's default does.
@@ -14,149 +15,188 @@ const MAX_DEPTH: usize = 4;
 /// Items shown per container before `... N more items`, as Node's default does.
 const MAX_ITEMS: u32 = 100;
 
-/// Renders one `console` argument: strings verbatim at the top level, `{ x: 1 }`, `[ 1, 2 ]`,
-/// depth 4, at most 100 items per container.
-pub(crate) fn inspect(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {
-    let mut out = String::new();
-    inspect_into(scope, value, 0, true, &mut out);
-    out
-}
-
-// Depth is capped at `MAX_DEPTH`, so this recursion is bounded (five levels).
-fn inspect_into(
+/// Renders one `console` argument into `out`: strings verbatim at the top level, `{ x: 1 }`,
+/// `[ 1, 2 ]`, depth 4, at most 100 items per container; every piece charged to `meter` before
+/// it is copied.
+pub(crate) fn inspect(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
-    depth: usize,
-    top: bool,
+    meter: &mut Meter<'_>,
     out: &mut String,
-) {
-    if value.is_string() {
-        let text = value.to_rust_string_lossy(scope);
-        if top {
-            out.push_str(&text);
+) -> Result<(), Halt> {
+    Text { meter, out }.inspect(scope, value, 0, true)
+}
+
+/// Text being rendered under a meter.
+struct Text<'m, 'r> {
+    meter: &'m mut Meter<'r>,
+    out: &'m mut String,
+}
+
+impl Text<'_, '_> {
+    fn push(&mut self, text: &str) -> Result<(), Halt> {
+        self.meter.charge(text.len())?;
+        self.out.push_str(text);
+        Ok(())
+    }
+
+    /// A V8 string's text, if it fits what is left (its UTF-16 length is checked before the
+    /// copy: its UTF-8 is never shorter).
+    fn copy(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        string: v8::Local<'_, v8::String>,
+    ) -> Result<String, Halt> {
+        if !self.meter.fits(string.length()) {
+            return Err(Halt::TooLarge);
+        }
+        Ok(string.to_rust_string_lossy(scope))
+    }
+
+    fn push_string(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        string: v8::Local<'_, v8::String>,
+    ) -> Result<(), Halt> {
+        let text = self.copy(scope, string)?;
+        self.push(&text)
+    }
+
+    // Depth is capped at `MAX_DEPTH`, so this recursion is bounded (five levels).
+    fn inspect(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        value: v8::Local<'_, v8::Value>,
+        depth: usize,
+        top: bool,
+    ) -> Result<(), Halt> {
+        if let (true, Ok(string)) = (value.is_string(), v8::Local::<v8::String>::try_from(value)) {
+            if top {
+                return self.push_string(scope, string);
+            }
+            let text = self.copy(scope, string)?;
+            let quoted = text.replace('\\', "\\\\").replace('\'', "\\'").replace('\n', "\\n");
+            return self.push(&format!("'{quoted}'"));
+        }
+        if value.is_undefined() {
+            self.push("undefined")
+        } else if value.is_null() {
+            self.push("null")
+        } else if value.is_number() {
+            self.push(&number_spelling(value.number_value(scope).unwrap_or(f64::NAN)))
+        } else if value.is_big_int() || value.is_boolean() || value.is_symbol() {
+            match value.to_string(scope) {
+                Some(text) => self.push_string(scope, text)?,
+                None => self.push("Symbol()")?,
+            }
+            if value.is_big_int() { self.push("n") } else { Ok(()) }
+        } else if let Ok(function) = v8::Local::<v8::Function>::try_from(value) {
+            let name = function.get_name(scope);
+            let name = self.copy(scope, name)?;
+            if name.is_empty() {
+                self.push("[Function (anonymous)]")
+            } else {
+                self.push(&format!("[Function: {name}]"))
+            }
+        } else if value.is_native_error() {
+            self.error(scope, value)
+        } else if let Ok(array) = v8::Local::<v8::Array>::try_from(value) {
+            self.array(scope, array, depth)
+        } else if let Ok(object) = v8::Local::<v8::Object>::try_from(value) {
+            self.object(scope, object, depth)
         } else {
-            out.push('\'');
-            out.push_str(&text.replace('\\', "\\\\").replace('\'', "\\'").replace('\n', "\\n"));
-            out.push('\'');
+            match value.to_string(scope) {
+                Some(text) => self.push_string(scope, text),
+                None => Ok(()),
+            }
         }
-    } else if value.is_undefined() {
-        out.push_str("undefined");
-    } else if value.is_null() {
-        out.push_str("null");
-    } else if value.is_number() {
-        out.push_str(&number_spelling(value.number_value(scope).unwrap_or(f64::NAN)));
-    } else if value.is_big_int() {
-        out.push_str(&value.to_rust_string_lossy(scope));
-        out.push('n');
-    } else if value.is_boolean() || value.is_symbol() {
-        let text = value.to_string(scope).map(|s| s.to_rust_string_lossy(scope));
-        out.push_str(text.as_deref().unwrap_or("Symbol()"));
-    } else if let Ok(function) = v8::Local::<v8::Function>::try_from(value) {
-        let name = function.get_name(scope).to_rust_string_lossy(scope);
-        if name.is_empty() {
-            out.push_str("[Function (anonymous)]");
-        } else {
-            out.push_str(&format!("[Function: {name}]"));
+    }
+
+    fn error(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        value: v8::Local<'_, v8::Value>,
+    ) -> Result<(), Halt> {
+        let stack = value.to_object(scope).and_then(|object| {
+            let key = v8::String::new(scope, "stack")?;
+            object.get(scope, key.into()).filter(|stack| stack.is_string())
+        });
+        match stack.and_then(|stack| stack.to_string(scope)).or_else(|| value.to_string(scope)) {
+            Some(text) => self.push_string(scope, text),
+            None => self.push("Error"),
         }
-    } else if value.is_native_error() {
-        inspect_error(scope, value, out);
-    } else if let Ok(array) = v8::Local::<v8::Array>::try_from(value) {
-        inspect_array(scope, array, depth, out);
-    } else if let Ok(object) = v8::Local::<v8::Object>::try_from(value) {
-        inspect_object(scope, object, depth, out);
-    } else {
-        out.push_str(&value.to_rust_string_lossy(scope));
+    }
+
+    fn array(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        array: v8::Local<'_, v8::Array>,
+        depth: usize,
+    ) -> Result<(), Halt> {
+        if depth >= MAX_DEPTH {
+            return self.push("[Array]");
+        }
+        let length = array.length();
+        if length == 0 {
+            return self.push("[]");
+        }
+        self.push("[ ")?;
+        for index in 0..length.min(MAX_ITEMS) {
+            if index > 0 {
+                self.push(", ")?;
+            }
+            match array.get_index(scope, index) {
+                Some(item) => self.inspect(scope, item, depth + 1, false)?,
+                None => self.push("<error>")?,
+            }
+        }
+        self.push(&more_items(length))?;
+        self.push(" ]")
+    }
+
+    fn object(
+        &mut self,
+        scope: &mut v8::PinScope<'_, '_>,
+        object: v8::Local<'_, v8::Object>,
+        depth: usize,
+    ) -> Result<(), Halt> {
+        if depth >= MAX_DEPTH {
+            return self.push("[Object]");
+        }
+        let keys = object.get_own_property_names(scope, enumerable_string_keys());
+        let Some(keys) = keys.filter(|keys| keys.length() > 0) else {
+            return self.push("{}");
+        };
+        self.push("{ ")?;
+        for index in 0..keys.length().min(MAX_ITEMS) {
+            if index > 0 {
+                self.push(", ")?;
+            }
+            let Some(key) = keys.get_index(scope, index) else { continue };
+            let Some(key_text) = key.to_string(scope) else { continue };
+            let name = self.copy(scope, key_text)?;
+            if is_plain_identifier(&name) {
+                self.push(&name)?;
+            } else {
+                self.push(&format!("'{}'", name.replace('\'', "\\'")))?;
+            }
+            self.push(": ")?;
+            match object.get(scope, key) {
+                Some(member) => self.inspect(scope, member, depth + 1, false)?,
+                None => self.push("<error>")?,
+            }
+        }
+        self.push(&more_items(keys.length()))?;
+        self.push(" }")
     }
 }
 
-fn inspect_error(
-    scope: &mut v8::PinScope<'_, '_>,
-    value: v8::Local<'_, v8::Value>,
-    out: &mut String,
-) {
-    let stack = value.to_object(scope).and_then(|object| {
-        let key = v8::String::new(scope, "stack")?;
-        object.get(scope, key.into()).filter(|stack| stack.is_string())
-    });
-    let text = stack
-        .or_else(|| value.to_string(scope).map(Into::into))
-        .map(|s| s.to_rust_string_lossy(scope));
-    out.push_str(text.as_deref().unwrap_or("Error"));
-}
-
-fn inspect_array(
-    scope: &mut v8::PinScope<'_, '_>,
-    array: v8::Local<'_, v8::Array>,
-    depth: usize,
-    out: &mut String,
-) {
-    if depth >= MAX_DEPTH {
-        out.push_str("[Array]");
-        return;
+fn more_items(count: u32) -> String {
+    if count <= MAX_ITEMS {
+        return String::new();
     }
-    let length = array.length();
-    if length == 0 {
-        out.push_str("[]");
-        return;
-    }
-    out.push_str("[ ");
-    for index in 0..length.min(MAX_ITEMS) {
-        if index > 0 {
-            out.push_str(", ");
-        }
-        match array.get_index(scope, index) {
-            Some(item) => inspect_into(scope, item, depth + 1, false, out),
-            None => out.push_str("<error>"),
-        }
-    }
-    more_items(length, out);
-    out.push_str(" ]");
-}
-
-fn inspect_object(
-    scope: &mut v8::PinScope<'_, '_>,
-    object: v8::Local<'_, v8::Object>,
-    depth: usize,
-    out: &mut String,
-) {
-    if depth >= MAX_DEPTH {
-        out.push_str("[Object]");
-        return;
-    }
-    let keys = object.get_own_property_names(scope, enumerable_string_keys());
-    let Some(keys) = keys.filter(|keys| keys.length() > 0) else {
-        out.push_str("{}");
-        return;
-    };
-    out.push_str("{ ");
-    for index in 0..keys.length().min(MAX_ITEMS) {
-        if index > 0 {
-            out.push_str(", ");
-        }
-        let Some(key) = keys.get_index(scope, index) else { continue };
-        let name = key.to_rust_string_lossy(scope);
-        if is_plain_identifier(&name) {
-            out.push_str(&name);
-        } else {
-            out.push('\'');
-            out.push_str(&name.replace('\'', "\\'"));
-            out.push('\'');
-        }
-        out.push_str(": ");
-        match object.get(scope, key) {
-            Some(member) => inspect_into(scope, member, depth + 1, false, out),
-            None => out.push_str("<error>"),
-        }
-    }
-    more_items(keys.length(), out);
-    out.push_str(" }");
-}
-
-fn more_items(count: u32, out: &mut String) {
-    if count > MAX_ITEMS {
-        let more = count - MAX_ITEMS;
-        out.push_str(&format!(", ... {more} more item{}", if more == 1 { "" } else { "s" }));
-    }
+    let more = count - MAX_ITEMS;
+    format!(", ... {more} more item{}", if more == 1 { "" } else { "s" })
 }
 
 /// Whether `name` prints without quotes as an object key (Node's rule, ASCII only).
@@ -182,21 +222,27 @@ fn number_spelling(number: f64) -> String {
 
 /// The message of a thrown value (REFERENCE.md §3.9): an `Error` of this realm gives its `stack`
 /// (or its `message`), anything else `String(value)`; if rendering throws, the catalogue's
-/// unrenderable text.
+/// unrenderable text. The text is charged to `meter`; the program's getters and `toString` run
+/// under the run's deadlines like any other program code.
 pub(crate) fn exception(
     scope: &mut v8::PinScope<'_, '_>,
     intrinsics: &Intrinsics,
     value: v8::Local<'_, v8::Value>,
-) -> String {
+    meter: &mut Meter<'_>,
+) -> Result<String, Halt> {
     v8::tc_scope!(let tc, scope);
-    let rendered = if is_error(tc, intrinsics, value) {
-        error_text(tc, value)
-    } else {
-        value.to_string(tc).map(|s| s.to_rust_string_lossy(tc))
-    };
+    let rendered =
+        if is_error(tc, intrinsics, value) { error_text(tc, value) } else { value.to_string(tc) };
+    if tc.is_execution_terminating() {
+        return Err(Halt::Terminated);
+    }
     match rendered {
-        Some(text) if !tc.has_caught() => text,
-        _ => catalogue::UNRENDERABLE_EXCEPTION.to_owned(),
+        Some(text) if !tc.has_caught() => {
+            let mut out = String::new();
+            Text { meter, out: &mut out }.push_string(tc, text)?;
+            Ok(out)
+        }
+        _ => Ok(catalogue::UNRENDERABLE_EXCEPTION.to_owned()),
     }
 }
 
@@ -226,17 +272,18 @@ fn is_error(
 }
 
 /// An error's `stack`, or its `message` when the stack is missing.
-fn error_text(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<String> {
+fn error_text<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<v8::Local<'s, v8::String>> {
     let object = value.to_object(scope)?;
     let stack_key = v8::String::new(scope, "stack")?;
     match object.get(scope, stack_key.into()) {
-        Some(stack) if !stack.is_null_or_undefined() => {
-            stack.to_string(scope).map(|s| s.to_rust_string_lossy(scope))
-        }
+        Some(stack) if !stack.is_null_or_undefined() => stack.to_string(scope),
         _ => {
             let message_key = v8::String::new(scope, "message")?;
             let message = object.get(scope, message_key.into())?;
-            message.to_string(scope).map(|s| s.to_rust_string_lossy(scope))
+            message.to_string(scope)
         }
     }
 }

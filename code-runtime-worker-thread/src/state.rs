@@ -7,13 +7,17 @@
 //! conversion runs program getters, and a getter can call a binding or `setTimeout`, which borrow
 //! the state themselves.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use code_runtime::provider::{CallId, Event, FunctionId};
 use tokio::sync::mpsc::UnboundedSender;
+
+use crate::memory::MemoryBudget;
+use crate::termination::Termination;
 
 /// The realm's own prototypes and constructors, captured before the program runs: a program can
 /// replace any global, so shapes are compared against these.
@@ -47,22 +51,44 @@ pub(crate) struct Run {
     pub(crate) members: Vec<Member>,
     /// Per namespace.
     pub(crate) error_classes: Vec<ErrorClass>,
+    pub(crate) bounds: Bounds,
+    /// Output bytes the isolate may still send: the output budget plus one, less what it sent.
+    /// The ledger counts at least as much, so a line that does not fit here cannot fit there;
+    /// the isolate then ends the run itself instead of handing the host an oversized copy.
+    pub(crate) output_left: Cell<usize>,
     pub(crate) state: RefCell<RunState>,
+}
+
+/// What bounds a run's host-side copies and walks.
+pub(crate) struct Bounds {
+    pub(crate) termination: Arc<Termination>,
+    pub(crate) budget: Arc<MemoryBudget>,
+    pub(crate) max_output_bytes: usize,
 }
 
 /// The mutable part of a run.
 #[derive(Default)]
 pub(crate) struct RunState {
-    /// Calls the host has not settled: their promise and member.
-    pub(crate) pending: HashMap<CallId, (v8::Global<v8::PromiseResolver>, FunctionId)>,
+    /// Calls the host has not settled.
+    pub(crate) pending: HashMap<CallId, Pending>,
     pub(crate) next_call: CallId,
     pub(crate) timers: BTreeMap<(Instant, u64), Timer>,
     pub(crate) timer_deadlines: HashMap<u64, Instant>,
     pub(crate) next_timer: u64,
     /// Rejections nobody handled yet (the program's own promise excluded).
     pub(crate) unhandled: Vec<(v8::Global<v8::Promise>, v8::Global<v8::Value>)>,
+    /// Exceptions V8 reported with nobody to catch them (see `globals::uncaught`).
+    pub(crate) reported: Vec<v8::Global<v8::Value>>,
     /// The program's promise.
     pub(crate) main: Option<v8::Global<v8::Promise>>,
+}
+
+/// A call the host has not settled: its promise, its member, and what it holds of the memory
+/// budget (the host's copy of its argument, and its bookkeeping).
+pub(crate) struct Pending {
+    pub(crate) resolver: v8::Global<v8::PromiseResolver>,
+    pub(crate) function: FunctionId,
+    pub(crate) reserved: usize,
 }
 
 pub(crate) struct Timer {

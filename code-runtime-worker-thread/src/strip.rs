@@ -9,14 +9,29 @@ use swc_common::sync::Lrc;
 use swc_common::{GLOBALS, Globals, SourceMap, Spanned};
 use swc_ts_fast_strip::{Mode, Options};
 
-/// The program wrapped as an async function expression, ready for V8: the header shares the
-/// program's first line, so every line number is the program's own, and [`Wrapped::column_offset`]
-/// corrects the columns of line 1.
+/// The largest program accepted, in bytes (a megabyte is far beyond what a model writes in one
+/// turn). swc's parser and visitors recurse once per level of syntax nesting, and one byte can be
+/// a level (`!!!!1`, `((((1`), so the stack the strip needs grows with the program; this bound
+/// bounds it.
+pub(crate) const MAX_PROGRAM_BYTES: usize = 1 << 20;
+
+/// The strip thread's stack: a base, plus this much per byte of program. A level of nesting took
+/// up to 2.7 KiB of stack in a debug build (measured on parentheses, `!`, arrows and generic
+/// arrows at 3 000 levels); release builds take less. Only the pages a strip touches are ever
+/// committed: the rest is address space.
+const STACK_BASE: usize = 8 << 20;
+const STACK_PER_BYTE: usize = 3 << 10;
+
+/// What [`strip`] wraps the program in so that `await` and `return` parse; the wrapper is
+/// position-preserving text around the body, removed again after the strip.
+const PARSE_HEADER: &str = "(async function () {";
+const PARSE_TRAILER: &str = "\n})";
+
+/// The program's JavaScript body, with every position the program's own: line numbers match,
+/// and the body starts at column 1 of line 1 of the program.
 #[derive(Debug)]
-pub(crate) struct Wrapped {
-    pub(crate) source: String,
-    /// Subtract from columns on line 1 (V8's `ScriptOrigin` column offset).
-    pub(crate) column_offset: i32,
+pub(crate) struct Stripped {
+    pub(crate) body: String,
 }
 
 /// Why a program could not be stripped: swc's diagnostic, with `line:column` in the program's own
@@ -26,17 +41,35 @@ pub(crate) struct Wrapped {
 #[error("{0}")]
 pub(crate) struct StripError(String);
 
-/// Strips the types from `program` and wraps it as
-/// `(async function (<parameters>) {"use strict"; <program>\n})`.
+/// Strips the types from `program`, on a thread of its own whose stack fits the program's size
+/// (see [`MAX_PROGRAM_BYTES`]): whatever the program nests, the strip cannot overflow a stack.
 ///
 /// # Errors
 ///
-/// The first diagnostic of the stripper.
-pub(crate) fn strip_and_wrap(program: &str, parameters: &[&str]) -> Result<Wrapped, StripError> {
-    let header = format!("(async function ({}) {{\"use strict\";", parameters.join(", "));
-    let source = format!("{header}{program}\n}})");
-    let stripped = strip(&source, header.len())?;
-    Ok(Wrapped { source: stripped, column_offset: -i32::try_from(header.len()).unwrap_or(0) })
+/// A program over [`MAX_PROGRAM_BYTES`], or the first diagnostic of the stripper.
+pub(crate) fn strip_program(program: &str) -> Result<Stripped, StripError> {
+    if program.len() > MAX_PROGRAM_BYTES {
+        return Err(StripError(format!(
+            "the program is {} bytes long; at most {MAX_PROGRAM_BYTES} bytes are accepted",
+            program.len()
+        )));
+    }
+    let source = format!("{PARSE_HEADER}{program}{PARSE_TRAILER}");
+    let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
+    let stripped = std::thread::scope(|scope| {
+        let strip = std::thread::Builder::new()
+            .name("code-runtime-strip".to_owned())
+            .stack_size(stack)
+            .spawn_scoped(scope, || strip(&source, PARSE_HEADER.len()))
+            .map_err(|error| StripError(format!("cannot start the type stripper: {error}")))?;
+        strip.join().unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
+    })?;
+    // Strip-only mode replaces types with blanks and leaves every other byte where it was, so
+    // the wrapper is still there, byte for byte.
+    match stripped.strip_prefix(PARSE_HEADER).and_then(|rest| rest.strip_suffix(PARSE_TRAILER)) {
+        Some(body) => Ok(Stripped { body: body.to_owned() }),
+        None => Err(StripError("the type stripper moved the program's text".to_owned())),
+    }
 }
 
 fn strip(source: &str, header_len: usize) -> Result<String, StripError> {

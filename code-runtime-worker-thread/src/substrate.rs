@@ -8,7 +8,9 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use code_runtime::provider::{CallId, CpuClock, Ending, Event, Start, Substrate, Teardown};
+use code_runtime::provider::{
+    CallId, CpuClock, Ending, Event, Start, Substrate, Teardown, reactor,
+};
 use code_runtime::{BindingError, JsonValue};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -20,6 +22,9 @@ use crate::memory::MemoryBudget;
 use crate::message::ToIsolate;
 use crate::termination::{Cause, Termination};
 use crate::{platform, strip};
+
+/// How long teardown waits for a stopped isolate before it terminates it again.
+const RETERMINATE: Duration = Duration::from_millis(100);
 
 /// One run's isolate thread, seen from the host.
 pub(crate) struct IsolateSubstrate {
@@ -34,22 +39,22 @@ pub(crate) struct IsolateSubstrate {
 /// nothing: its ending is the strip error (`exception`).
 pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<IsolateSubstrate, Ending> {
     let Start { program, namespaces, limits, .. } = start;
-    let mut parameters = vec!["console"];
-    parameters.extend(namespaces.iter().map(|namespace| namespace.global.as_str()));
+    let mut parameters = vec!["console".to_owned()];
+    parameters.extend(namespaces.iter().map(|namespace| namespace.global.clone()));
     parameters.extend(
         namespaces
             .iter()
             .filter_map(|namespace| namespace.error_class.as_ref())
-            .map(|class| class.name.as_str()),
+            .map(|class| class.name.clone()),
     );
-    let wrapped = strip::strip_and_wrap(&program, &parameters)
-        .map_err(|error| Ending::Threw(error.to_string()))?;
+    let stripped =
+        strip::strip_program(&program).map_err(|error| Ending::Threw(error.to_string()))?;
     let memory_bytes = usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX);
     let termination = Arc::new(Termination::default());
     let cpu_clock = Arc::new(OnceLock::new());
     let setup = Setup {
-        source: wrapped.source,
-        column_offset: wrapped.column_offset,
+        body: stripped.body,
+        parameters,
         namespaces: namespaces
             .iter()
             .map(|namespace| NamespaceSetup {
@@ -62,6 +67,7 @@ pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<Isolate
             })
             .collect(),
         max_memory_mb: limits.max_memory_mb,
+        max_output_bytes: limits.output_bytes(),
         allow_eval: config.allow_eval,
         allow_wasm: config.allow_wasm,
         budget: Arc::new(MemoryBudget::new(memory_bytes)),
@@ -99,9 +105,8 @@ impl Substrate for IsolateSubstrate {
 
     fn stop(&mut self) {
         // The isolate may still be starting; once it exists, it sees the recorded cause and stops.
-        if self.termination.stop(Cause::Host) {
-            let _ = self.inbox.send(ToIsolate::Stop);
-        }
+        self.termination.stop(Cause::Host);
+        let _ = self.inbox.send(ToIsolate::Stop);
     }
 
     fn teardown(mut self, ending: Ending) -> BoxFuture<'static, Teardown> {
@@ -109,9 +114,18 @@ impl Substrate for IsolateSubstrate {
             // The thread drops its end of the channel as its last act, after disposing of the
             // isolate; what it printed before stopping is still the program's output.
             let mut logs = Vec::new();
-            while let Some(event) = self.events.recv().await {
-                if let Event::Log(line) = event {
-                    logs.push(line);
+            loop {
+                let events = &mut self.events;
+                let next = reactor::enter(|| tokio::time::timeout(RETERMINATE, events.recv()));
+                match next.await {
+                    Ok(Some(Event::Log(line))) => logs.push(line),
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    // Still running after a stop: terminate again (see `Termination::stop`).
+                    Err(_) if self.termination.cause().is_some() => {
+                        self.termination.stop(Cause::Host);
+                    }
+                    Err(_) => {}
                 }
             }
             // The thread has returned or is about to: joining costs microseconds.

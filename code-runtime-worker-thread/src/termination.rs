@@ -21,6 +21,8 @@ pub(crate) enum Cause {
     Host = 1,
     /// The heap reached the memory budget.
     OutOfMemory,
+    /// The program's output outgrew the output budget while the isolate rendered it.
+    OutputExceeded,
 }
 
 impl Termination {
@@ -29,18 +31,21 @@ impl Termination {
         self.cause.compare_exchange(0, cause as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
-    /// Records `cause` and terminates the isolate if it exists; if it does not yet, `attach`
-    /// terminates it as soon as it does. Returns whether this call recorded the cause.
+    /// Records `cause` (unless one was recorded first) and terminates the isolate if it exists;
+    /// if it does not yet, `attach` terminates it as soon as it does. Returns whether this call
+    /// recorded the cause.
+    ///
+    /// The isolate is terminated again even when the cause was recorded before: V8 may have
+    /// spent an earlier termination (one requested inside a garbage collection, say) while the
+    /// program went on, and a host deadline must not depend on it.
     pub(crate) fn stop(&self, cause: Cause) -> bool {
-        if !self.claim(cause) {
-            return false;
-        }
+        let claimed = self.claim(cause);
         // Claim first, then look for the handle under the lock `attach` holds while it checks
         // the cause: one of the two always sees the other.
         if let Some(handle) = self.handle.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
             handle.terminate_execution();
         }
-        true
+        claimed
     }
 
     /// Called by the isolate thread once its isolate exists.
@@ -56,6 +61,7 @@ impl Termination {
         match self.cause.load(Ordering::Acquire) {
             1 => Some(Cause::Host),
             2 => Some(Cause::OutOfMemory),
+            3 => Some(Cause::OutputExceeded),
             _ => None,
         }
     }

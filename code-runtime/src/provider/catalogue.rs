@@ -23,6 +23,15 @@ pub const MIXED_ARGUMENTS: &str =
 /// A Python call whose argument would not fit in one frame.
 pub const ARGUMENTS_TOO_LARGE: &str = "binding arguments exceed the frame limit of {limit} bytes";
 
+/// A TypeScript call whose argument, as JSON, is larger than the run's memory budget.
+pub const ARGUMENTS_OVER_BUDGET: &str =
+    "binding arguments exceed the memory budget of {limit} bytes";
+
+/// A call made while the calls in flight already hold the run's memory budget (a program that
+/// calls in a loop without awaiting): the call rejects, the program may catch it.
+pub const CALLS_OVER_BUDGET: &str =
+    "too many binding calls in flight: their arguments exceed the run's memory budget";
+
 /// A resolution nested more deeply than the Python child can parse.
 pub const RESOLUTION_TOO_DEEP: &str = "binding resolution is nested too deeply";
 
@@ -39,6 +48,11 @@ pub const SUBSTRATE_MESSAGES: [(&str, &str); 6] = [
 /// [`TOO_MANY_ARGUMENTS`] filled in.
 pub fn too_many_arguments(label: &str, count: usize) -> String {
     TOO_MANY_ARGUMENTS.replace("{binding}", label).replace("{count}", &count.to_string())
+}
+
+/// [`ARGUMENTS_OVER_BUDGET`] filled in.
+pub fn arguments_over_budget(limit: usize) -> String {
+    ARGUMENTS_OVER_BUDGET.replace("{limit}", &limit.to_string())
 }
 
 /// A resolution that is not lossless JSON, naming the binding and why.

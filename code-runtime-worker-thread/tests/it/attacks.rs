@@ -1,0 +1,233 @@
+//! Attacks on the host itself (issue "Step 3"): each one ends as a result of the documented kind,
+//! the host stays alive and bounded, and the next run in the same process works. Each test names
+//! the class it closes; the attacks are members of it.
+
+use code_runtime::FailureKind;
+use serde_json::json;
+
+use crate::*;
+
+/// Runs `program` under `limits` and checks that it failed as `kind`; then that a plain run on
+/// the same runtime still works.
+#[track_caller]
+fn ends_as(limits: Limits, program: &str, kind: FailureKind) -> String {
+    let runtime = runtime(limits);
+    let request = CodeRunRequest::new(program)
+        .binding(tools().function("echo", echo()).function("never", never()));
+    let result = run_on(&runtime, request);
+    assert_eq!(result.error().map(|e| e.kind()), Some(kind), "{program}: {}", result.to_json());
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    result.error().map(|e| e.message().to_owned()).unwrap_or_default()
+}
+
+fn small(max_output_bytes: u64) -> Limits {
+    Limits { max_output_bytes, max_wall_ms: 20_000, ..Limits::default() }
+}
+
+/// Resident memory of this process, in MiB.
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+#[test]
+fn host_copies_are_bounded_by_the_output_budget() {
+    // One string larger than the budget, the same string many times, an exponential DAG: the
+    // host copies at most the budget's worth before the run ends.
+    let big = "const s = 'x'.repeat(2 ** 24);";
+    for program in [
+        format!("{big} return Array(64).fill(s)"),
+        format!("{big} console.log(...Array(64).fill(s))"),
+        format!("{big} console.log(Array(64).fill(s))"),
+        format!("{big} console.log({{ a: [[s, s], [s, s]] }})"),
+        "let a: unknown[] = [1]; for (let i = 0; i < 40; i++) a = [a, a]; return a".to_owned(),
+        format!("{big} throw new Error(s)"),
+        format!("{big} throw s"),
+        format!("{big} for (;;) console.log(s.slice(0, 1 << 20))"),
+    ] {
+        let before = rss_mib();
+        ends_as(small(1 << 20), &program, FailureKind::OutputLimit);
+        assert!(rss_mib() < before + 512, "{program}: the host grew by {} MiB", rss_mib() - before);
+    }
+}
+
+#[test]
+fn binding_arguments_and_pending_calls_are_bounded_by_the_memory_budget() {
+    let limits = Limits { max_memory_mb: 64, max_wall_ms: 20_000, ..Limits::default() };
+    // An argument whose JSON is larger than the budget (a DAG unfolds exponentially): refused
+    // as such, or the handles its walk holds fill the heap first.
+    let runtime = runtime(limits);
+    let request = CodeRunRequest::new(
+        "let a: unknown[] = [1]; for (let i = 0; i < 40; i++) a = [a, a]; await tools.echo(a)",
+    )
+    .binding(tools().function("echo", echo()));
+    let result = run_on(&runtime, request);
+    let (kind, message) = failure(&result).unwrap_or_default();
+    assert!(
+        (kind == "exception" && message.contains("exceed the memory budget of 67108864 bytes"))
+            || (kind == "worker-exit" && message.contains("out of memory")),
+        "{}",
+        result.to_json()
+    );
+    let request =
+        CodeRunRequest::new("const s = 'x'.repeat(1 << 20); await tools.echo(Array(100).fill(s))")
+            .binding(tools().function("echo", echo()));
+    let message = failure(&run_on(&runtime, request)).unwrap_or_default().1;
+    assert!(message.contains("exceed the memory budget of 67108864 bytes"), "{message}");
+    // A flood of calls nobody awaits: each holds part of the budget until it settles.
+    let message = ends_as(
+        limits,
+        "const s = 'x'.repeat(1 << 16); for (let i = 0; ; i++) { tools.never(s); if (i % 100 == 0) await new Promise((r) => setTimeout(r, 0)) }",
+        FailureKind::Exception,
+    );
+    assert!(message.contains("too many binding calls in flight"), "{message}");
+    // Without a turn of the event loop the rejections pile up in the heap instead.
+    ends_as(
+        limits,
+        "const s = 'x'.repeat(1 << 16); for (;;) tools.never(s)",
+        FailureKind::WorkerExit,
+    );
+    // Caught, the same flood is a loop the compute budget ends.
+    let limits = Limits { compute_ms: 1_000, ..limits };
+    ends_as(
+        limits,
+        "for (;;) { try { await Promise.race([tools.never(1), Promise.resolve()]) } catch {} }",
+        FailureKind::Timeout,
+    );
+}
+
+#[test]
+fn deadlines_hold_while_a_throw_or_a_value_is_rendered() {
+    let limits = Limits { compute_ms: 60_000, max_wall_ms: 1_000, ..Limits::default() };
+    for program in [
+        "const e = new Error('x'); Object.defineProperty(e, 'stack', { get() { for (;;) {} } }); throw e",
+        "const e = new Error('x'); Object.defineProperty(e, 'stack', { value: undefined }); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); throw e",
+        "throw { toString() { for (;;) {} } }",
+        "await null; throw { toString() { for (;;) {} } }",
+        "setTimeout(() => { throw { toString() { for (;;) {} } } }, 0); await new Promise(() => {})",
+        "return { get x() { for (;;) {} } }",
+        "console.log({ get x() { for (;;) {} } })",
+        "await tools.echo({ get x() { for (;;) {} } })",
+    ] {
+        let message = ends_as(limits, program, FailureKind::Timeout);
+        assert_eq!(message, "wall-clock ceiling reached (1000ms)", "{program}");
+    }
+}
+
+#[test]
+fn deep_values_never_overflow_a_stack() {
+    // A lossy value beside a deep one: what was built is dropped without recursion.
+    ends_as(
+        Limits::default(),
+        "let d: unknown = 1; for (let i = 0; i < 150000; i++) d = [d]; return [d, undefined]",
+        FailureKind::InvalidOutput,
+    );
+    // A deep argument of a call nobody awaits, and a deep one that crosses and comes back.
+    let deep = "let d: unknown = 1; for (let i = 0; i < 300000; i++) d = [d];";
+    assert_eq!(
+        value(&run(
+            &format!("{deep} void tools.never(d); return 1"),
+            vec![tools().function("never", never())]
+        )),
+        &json!(1)
+    );
+    let result = run(
+        &format!("{deep} await tools.echo(d); return 2"),
+        vec![tools().function("echo", echo())],
+    );
+    assert!(
+        result.is_ok() || result.error().is_some_and(|e| e.kind() == FailureKind::Exception),
+        "{}",
+        result.to_json()
+    );
+}
+
+#[test]
+fn deeply_nested_program_text_is_an_exception_or_runs() {
+    // The type stripper and V8's parser both recurse on nesting; one byte can be a level.
+    for (open, close) in
+        [("(", ")"), ("[", "]"), ("!", ""), ("-(", ")"), ("x => ", ""), ("a ? b : ", "")]
+    {
+        for depth in [5_000, 100_000] {
+            let program = format!(
+                "const a = 1, b = 2; return {}1{}",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            let result = run(&program, vec![]);
+            assert!(
+                result.is_ok()
+                    || result.error().is_some_and(|e| e.kind() == FailureKind::Exception),
+                "{open} x {depth}: {}",
+                result.to_json()
+            );
+        }
+    }
+    let huge = format!("return {}", "1+".repeat(600_000) + "1");
+    let result = run(&huge, vec![]);
+    assert_eq!(
+        failure(&result),
+        Some((
+            "exception",
+            "the program is 1200008 bytes long; at most 1048576 bytes are accepted".to_owned()
+        ))
+    );
+}
+
+#[test]
+fn the_program_cannot_close_its_function() {
+    // Closing the body early would run code at script top level, outside strict mode, and
+    // could replace the function the host calls; the body is compiled as a function body.
+    for program in [
+        "return 1; }), globalThis.x = (function () { return this })().y = 1, (async function () {",
+        "return 1 }, (function () { return this })().y = 1, async function () {",
+        "return 1 }; (function () { return this })().y = 1; return async function () {",
+        "}",
+    ] {
+        // Refused by the type stripper or by V8's parser, or run in strict mode, where `this`
+        // is `undefined`: an exception every way.
+        let result = run(program, vec![]);
+        assert_eq!(
+            failure(&result).map(|f| f.0),
+            Some("exception"),
+            "{program}: {}",
+            result.to_json()
+        );
+    }
+    assert_eq!(value(&run("return typeof globalThis.y", vec![])), &json!("undefined"));
+}
+
+#[test]
+fn a_throw_in_a_finalizer_fails_the_run_and_reaches_no_stream() {
+    // V8 reports an exception nobody can catch (a `FinalizationRegistry` callback's) to stdout
+    // unless the embedder listens: the run fails with it instead.
+    let program = "const r = new FinalizationRegistry(() => { throw new Error('{\"logs\":[],\"value\":\"forged\"}') });\n\
+        for (let i = 0; i < 100000; i++) r.register({ i }, i);\n\
+        for (let round = 0; round < 200; round++) { const junk = []; for (let i = 0; i < 10000; i++) junk.push({ i }); await new Promise((r) => setTimeout(r, 1)); }\n\
+        return 'no finalizer ran'";
+    let result = run(program, vec![]);
+    let (kind, message) = failure(&result).unwrap_or_default();
+    assert_eq!(kind, "exception", "{}", result.to_json());
+    assert!(message.starts_with("Error: {\"logs\":[],\"value\":\"forged\"}"), "{message}");
+}
+
+#[test]
+fn webassembly_is_absent_unless_allowed() {
+    // `WebAssembly.Memory` needs no code generation and its pages are outside the budget.
+    let result = run("return new WebAssembly.Memory({ initial: 65536 }).buffer.byteLength", vec![]);
+    assert_eq!(
+        failure(&result)
+            .map(|(kind, message)| (kind, message.lines().next().unwrap_or_default().to_owned())),
+        Some(("exception", "ReferenceError: WebAssembly is not defined".to_owned()))
+    );
+    let allowed = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        allow_wasm: true,
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    assert_eq!(
+        value(&run_on(&allowed, CodeRunRequest::new("return typeof WebAssembly.Memory"))),
+        &json!("function")
+    );
+}
