@@ -5,7 +5,6 @@ use std::collections::{HashSet, VecDeque};
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -13,10 +12,9 @@ use code_runtime::provider::{
     BindingTable, CallId, Ending, Event, Start, StopReason, Substrate, Teardown, catalogue, reactor,
 };
 use code_runtime::{BindingArgs, BindingError, FailureKind, JsonValue, Limits};
-use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits};
+use code_runtime_sandbox::{CellExit, CellIo, CellLimits, WatchedCell};
 use futures::future::BoxFuture;
 use futures::{Sink, StreamExt};
-use tokio::io::unix::AsyncFd;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Sleep;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -46,7 +44,7 @@ pub(crate) const WIRE: &str = "code_runtime_python::wire";
 
 /// One run's cell, seen from the host.
 pub(crate) struct ChildSubstrate {
-    process: Process,
+    process: WatchedCell,
     /// The next look at the cell's memory.
     memory_check: Pin<Box<Sleep>>,
     frames: FramedRead<OwnedReadHalf, FrameCodec>,
@@ -72,7 +70,7 @@ pub(crate) struct ChildSubstrate {
 /// needs before it knows its program. Made for one run, or ahead of one (see `warm.rs`); used by
 /// one run at most.
 pub(crate) struct Launched {
-    process: Process,
+    process: WatchedCell,
     frames: FramedRead<OwnedReadHalf, FrameCodec>,
     sink: FramedWrite<OwnedWriteHalf, FrameCodec>,
     stdout: OwnedFd,
@@ -106,7 +104,8 @@ pub(crate) async fn launch(
     let cell_limits = cell.limits(limits);
     let running =
         cell.start(io, cell_limits).await.map_err(|e| failed("cannot start python", &e))?;
-    let mut process = Process::new(running).map_err(|e| failed("cannot watch python", &e))?;
+    let mut process = reactor::enter(|| WatchedCell::new(running))
+        .map_err(|e| failed("cannot watch python", &e))?;
     let (frames, sink) = match channel(host_end, &probe.bootstrap.prelude, config.frame_bytes()) {
         Ok(halves) => halves,
         Err(error) => {
@@ -125,13 +124,13 @@ impl Launched {
 
     /// Whether the cell is still there (nothing stopped it while it waited).
     pub(crate) fn is_alive(&mut self) -> bool {
-        self.process.reaped.is_none() && matches!(self.process.cell.try_wait(), Ok(None))
+        self.process.is_alive()
     }
 
     /// The host pid of the cell's init.
     #[cfg(test)]
     pub(crate) fn pid(&self) -> libc::pid_t {
-        self.process.cell.pid()
+        self.process.cell().pid()
     }
 
     /// Kills the cell and waits until it is reaped.
@@ -409,89 +408,4 @@ fn refine(
         );
     }
     Ending::Exited(code)
-}
-
-/// The run's cell, and what the host last saw of it.
-struct Process {
-    cell: Cell,
-    /// The cell's pidfd on the reactor: readable once its init exits.
-    exited: AsyncFd<OwnedFd>,
-    /// The cell's CPU time at the last look, in microseconds (what ended processes used is gone
-    /// with the cell).
-    last_cpu_us: AtomicU64,
-    reaped: Option<Option<CellExit>>,
-}
-
-impl Process {
-    fn new(cell: Cell) -> std::io::Result<Self> {
-        let pidfd = cell.pidfd().try_clone_to_owned()?;
-        // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which owns it (and only it) until it is
-        // dropped.
-        let exited = reactor::enter(|| unsafe {
-            AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
-        })?;
-        Ok(Self { cell, exited, last_cpu_us: AtomicU64::new(0), reaped: None })
-    }
-
-    /// CPU time every process of the cell has used; the last reading once it is gone.
-    fn cpu_used(&self) -> Duration {
-        if self.reaped.is_none() {
-            let now = self.cell.usage().cpu;
-            let micros = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
-            self.last_cpu_us.fetch_max(micros, Ordering::Relaxed);
-        }
-        self.last_cpu()
-    }
-
-    fn last_cpu(&self) -> Duration {
-        Duration::from_micros(self.last_cpu_us.load(Ordering::Relaxed))
-    }
-
-    /// Resident memory of every process of the cell, and its `/tmp`.
-    fn memory_used(&self) -> u64 {
-        if self.reaped.is_some() {
-            return 0;
-        }
-        self.cell.usage().memory_bytes
-    }
-
-    fn kill(&mut self) {
-        if self.reaped.is_some() {
-            return;
-        }
-        let _ = self.cpu_used();
-        self.cell.kill();
-    }
-
-    /// Whether the cell's init exited within `within`.
-    async fn wait_exit(&self, within: Duration) -> bool {
-        let readable =
-            reactor::enter(|| tokio::time::timeout(within, self.exited.readable())).await;
-        matches!(readable, Ok(Ok(_)))
-    }
-
-    /// Waits for the cell's init to exit (it does once the program and all it started are gone;
-    /// a killed init takes the cell with it) and reaps it.
-    async fn reap(&mut self) -> Option<CellExit> {
-        if let Some(exit) = self.reaped {
-            return exit;
-        }
-        // The init never blocks for long once the program is gone; if it does, kill it.
-        let within = Duration::from_secs(10);
-        if !self.wait_exit(within).await {
-            self.cell.kill();
-            self.wait_exit(within).await;
-        }
-        // Without namespaces the work directory is the host's: removed off the reactor thread,
-        // as a program can leave many files behind.
-        let work_dir = self.cell.take_host_work_dir();
-        let exit = self.cell.try_wait().ok().flatten();
-        if exit.is_some() {
-            self.reaped = Some(exit);
-        }
-        if let (Some(dir), Ok(reactor)) = (work_dir, reactor::handle()) {
-            let _ = reactor.spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
-        }
-        exit
-    }
 }

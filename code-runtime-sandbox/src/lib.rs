@@ -66,8 +66,10 @@ mod plan;
 mod probe;
 mod seccomp;
 mod spawner;
+mod watch;
 
 pub use crate::cell::{Cell, CellExit, CellIo, Usage};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, CellPlan, CellSpec, DEFAULT_PROCESSES};
+pub use crate::watch::WatchedCell;

@@ -6,7 +6,9 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits, CellPlan, CellSpec, Options};
+use code_runtime_sandbox::{
+    Cell, CellExit, CellIo, CellLimits, CellPlan, CellSpec, Options, WatchedCell,
+};
 
 /// The system's Python (readable by every user, unlike a version manager's under `/root`).
 const PYTHON: &str = "/usr/bin/python3";
@@ -482,4 +484,27 @@ except OSError as e:
     assert_eq!(lines[3], "/tmp PermissionError");
     assert_eq!(lines[4], "['mine']", "the work directory is writable");
     assert_eq!(lines[5], format!("inet {}", libc::EPERM));
+}
+
+#[test]
+fn a_watched_cell_reports_its_end_keeps_its_cpu_time_and_is_reaped() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let script = "import time\nwhile time.process_time() < 0.3:\n    pass\nprint('spent', flush=True)\ntime.sleep(30)";
+    let plan = plan(Options::default(), script);
+    let (cell, mut stdout, _stderr) = start(&plan, CellLimits::new(256 << 20, 30));
+    let pid = cell.pid();
+    let mut watched = runtime.block_on(async { WatchedCell::new(cell) }).expect("watched");
+    let mut spent = [0u8; 5];
+    stdout.read_exact(&mut spent).unwrap();
+    assert!(watched.is_alive());
+    assert!(!runtime.block_on(watched.wait_exit(Duration::from_millis(50))), "still running");
+    assert!(watched.memory_used() > 0);
+    watched.kill();
+    assert!(runtime.block_on(watched.wait_exit(Duration::from_secs(10))), "killed, it ends");
+    assert_eq!(runtime.block_on(watched.reap()), Some(CellExit::Killed(libc::SIGKILL)));
+    assert!(!watched.is_alive());
+    // Read when it was killed, kept after it is gone.
+    assert!(watched.cpu_used() >= Duration::from_millis(300), "{:?}", watched.cpu_used());
+    assert_eq!(watched.memory_used(), 0);
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "reaped, not a zombie");
 }
