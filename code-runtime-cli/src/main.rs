@@ -34,7 +34,8 @@ fn one_line(message: &str) -> String {
 }
 
 const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
-[--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE]\n       \
+[--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
+[--isolation thread|process]\n       \
 code-runtime bench [--language typescript|python|all] [--quick] [--json]";
 
 const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
@@ -57,6 +58,9 @@ run options:
   --max-output-bytes N           output budget over logs plus value or message (default 67108864)
   --record FILE                  one JSON line per binding call
                                  {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"}
+  --isolation thread|process     TypeScript: process (default) runs the isolate in a sandbox cell,
+                                 thread in this process (trusted programs only); Python always
+                                 runs in a cell
 
 bench options:
   --language typescript|python|all   default all
@@ -71,6 +75,9 @@ nothing on stdout), 3 internal failure (one line on stderr: no usable interprete
 that could not be written; stdout has the result when the run took place)";
 
 fn main() -> ExitCode {
+    // The TypeScript provider starts this executable in each sandbox cell; there it serves the
+    // cell's one run and exits, before anything else happens.
+    code_runtime_worker_thread::serve_cell_if_asked();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.first().map(String::as_str) {
         Some("run") => run::main(&args[1..]),

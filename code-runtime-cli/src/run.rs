@@ -7,7 +7,9 @@ use std::sync::Arc;
 use code_runtime::{CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Limits};
 use code_runtime_fixtures::{LimitsFile, Recorder, load_bindings, read_program};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
-use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+use code_runtime_worker_thread::{
+    Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
+};
 
 use crate::Failure;
 
@@ -22,6 +24,7 @@ struct Args {
     memory_mb: Option<u64>,
     max_output_bytes: Option<u64>,
     record: Option<PathBuf>,
+    isolation: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Args, Failure> {
@@ -41,6 +44,7 @@ fn parse(args: &[String]) -> Result<Args, Failure> {
             "--bindings" => parsed.bindings = Some(value(arg)?.into()),
             "--limits" => parsed.limits = Some(value(arg)?.into()),
             "--record" => parsed.record = Some(value(arg)?.into()),
+            "--isolation" => parsed.isolation = Some(value(arg)?),
             "--timeout-ms" => parsed.timeout_ms = Some(number(arg, value(arg)?)?),
             "--compute-ms" => parsed.compute_ms = Some(number(arg, value(arg)?)?),
             "--memory-mb" => parsed.memory_mb = Some(number(arg, value(arg)?)?),
@@ -73,7 +77,8 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         Some(path) => load_bindings(path, &recorder)?,
         None => Vec::new(),
     };
-    let runtime = provider(&language, limits)?;
+    let isolation = isolation(&args, &language)?;
+    let runtime = provider(&language, limits, isolation)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -133,9 +138,29 @@ fn language(args: &Args, program_path: &str) -> Result<String, Failure> {
     }
 }
 
-/// The provider for `language`. Invalid limits are misuse; a Python that cannot run programs is
-/// the host's failure.
-fn provider(language: &str, limits: Limits) -> Result<Arc<dyn CodeRuntime>, Failure> {
+/// `--isolation`: TypeScript's isolates run in sandbox cells unless `thread` is asked for;
+/// Python always runs in a cell.
+fn isolation(args: &Args, language: &str) -> Result<Isolation, Failure> {
+    match (args.isolation.as_deref(), language) {
+        (None | Some("process"), _) => Ok(Isolation::Process),
+        (Some("thread"), "typescript") => Ok(Isolation::Thread),
+        (Some("thread"), _) => Err(Failure::Misuse(
+            "--isolation thread is for TypeScript only: Python always runs in a sandbox cell"
+                .to_owned(),
+        )),
+        (Some(other), _) => {
+            Err(Failure::Misuse(format!("--isolation must be thread or process, got {other}")))
+        }
+    }
+}
+
+/// The provider for `language`. Invalid limits are misuse; a Python that cannot run programs, or
+/// a sandbox this machine cannot give, is the host's failure.
+fn provider(
+    language: &str,
+    limits: Limits,
+    isolation: Isolation,
+) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
         "python" => {
             // One run, then exit: a cell started ahead of a next run would only be thrown away.
@@ -146,10 +171,24 @@ fn provider(language: &str, limits: Limits) -> Result<Arc<dyn CodeRuntime>, Fail
                 Err(error) => return Err(Failure::Internal(error.to_string())),
             }
         }
-        _ => Arc::new(WorkerThreadCodeRuntime::new(WorkerThreadConfig {
-            limits,
-            ..WorkerThreadConfig::default()
-        })?),
+        _ => {
+            let config = WorkerThreadConfig {
+                limits,
+                isolation,
+                // This executable serves the cells (`main` calls `serve_cell_if_asked`); one run,
+                // then exit, so no cell is started ahead.
+                warm_cell: false,
+                machine_cache: code_runtime_sandbox::cache::user_dir(),
+                ..WorkerThreadConfig::default()
+            };
+            match WorkerThreadCodeRuntime::new(config) {
+                Ok(runtime) => Arc::new(runtime),
+                Err(WorkerThreadError::Config(error)) => {
+                    return Err(Failure::Misuse(error.to_string()));
+                }
+                Err(error) => return Err(Failure::Internal(error.to_string())),
+            }
+        }
     })
 }
 

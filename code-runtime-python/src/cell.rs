@@ -3,7 +3,7 @@
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use code_runtime::Limits;
 use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment};
@@ -76,8 +76,10 @@ impl PythonCell {
             why: format!("it does not start in its sandbox cell: {why}"),
         };
         let cell = Self::with_script(probe, config, SCRIPT)?;
-        let (stdout_read, stdout_write) = pipe().map_err(|error| invalid(error.to_string()))?;
-        let (stderr_read, stderr_write) = pipe().map_err(|error| invalid(error.to_string()))?;
+        let (stdout_read, stdout_write) =
+            code_runtime_sandbox::pipe(false).map_err(|error| invalid(error.to_string()))?;
+        let (stderr_read, stderr_write) =
+            code_runtime_sandbox::pipe(false).map_err(|error| invalid(error.to_string()))?;
         let null = || -> std::io::Result<OwnedFd> { Ok(std::fs::File::open("/dev/null")?.into()) };
         let io = CellIo {
             stdin: null().map_err(|error| invalid(error.to_string()))?,
@@ -93,35 +95,11 @@ impl PythonCell {
         // Both pipes end when the cell does (the host's write ends went into the cell).
         let _ = std::fs::File::from(stdout_read).read_to_string(&mut stdout);
         let _ = std::fs::File::from(stderr_read).read_to_string(&mut stderr);
-        let exit = wait(&mut running, Duration::from_secs(10));
+        let exit = running.wait_timeout(Duration::from_secs(10));
         if stdout == "ok" && exit == Some(CellExit::Exited(0)) {
             return Ok(());
         }
         let last = stderr.lines().last().unwrap_or("no output");
         Err(invalid(format!("{exit:?}: {last}")))
     }
-}
-
-/// Waits up to `within` for `cell` to end (it has closed its pipes already).
-fn wait(cell: &mut Cell, within: Duration) -> Option<CellExit> {
-    let deadline = Instant::now() + within;
-    loop {
-        match cell.try_wait() {
-            Ok(Some(exit)) => return Some(exit),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            _ => return None,
-        }
-    }
-}
-
-/// A pipe, both ends close-on-exec (the cell gets its own copies of what it keeps).
-pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

@@ -197,11 +197,7 @@ pub(crate) fn cache_dir(cache: &ProbeCache) -> Option<PathBuf> {
     match cache {
         ProbeCache::Off => None,
         ProbeCache::Dir(dir) => Some(dir.clone()),
-        ProbeCache::UserCache => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-            .map(|dir| dir.join("code-runtime")),
+        ProbeCache::UserCache => code_runtime_sandbox::cache::user_dir(),
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::os::fd::OwnedFd;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -16,20 +15,14 @@ use code_runtime_sandbox::{CellExit, CellIo, CellLimits, WatchedCell};
 use futures::future::BoxFuture;
 use futures::{Sink, StreamExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::time::Sleep;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::PythonConfig;
-use crate::cell::{self, PythonCell};
+use crate::cell::PythonCell;
 use crate::codec::{FrameCodec, FrameError};
 use crate::frame::{self, ChildFrame, Done};
 use crate::pipe::PipeLines;
 use crate::probe::Probe;
-
-/// How often the whole cell's resident memory is compared with the budget. Each look reads a
-/// few `/proc` files per process of the cell (tens of microseconds); a burst between looks is
-/// still bounded by each process's address-space limit.
-const MEMORY_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How long a run whose channel ended waits for its cell to exit by itself before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(100);
@@ -45,8 +38,6 @@ pub(crate) const WIRE: &str = "code_runtime_python::wire";
 /// One run's cell, seen from the host.
 pub(crate) struct ChildSubstrate {
     process: WatchedCell,
-    /// The next look at the cell's memory.
-    memory_check: Pin<Box<Sleep>>,
     frames: FramedRead<OwnedReadHalf, FrameCodec>,
     sink: FramedWrite<OwnedWriteHalf, FrameCodec>,
     /// Frames to the child, written by `poll_event` as the socket takes them: never awaited in
@@ -90,8 +81,10 @@ pub(crate) async fn launch(
         |what: &str, error: &dyn std::fmt::Display| Ending::Failed(format!("{what}: {error}"));
     let (host_end, child_end) = std::os::unix::net::UnixStream::pair()
         .map_err(|e| failed("cannot create the channel", &e))?;
-    let (stdout, stdout_write) = cell::pipe().map_err(|e| failed("cannot create a pipe", &e))?;
-    let (stderr, stderr_write) = cell::pipe().map_err(|e| failed("cannot create a pipe", &e))?;
+    let (stdout, stdout_write) =
+        code_runtime_sandbox::pipe(false).map_err(|e| failed("cannot create a pipe", &e))?;
+    let (stderr, stderr_write) =
+        code_runtime_sandbox::pipe(false).map_err(|e| failed("cannot create a pipe", &e))?;
     let stdin =
         std::fs::File::open("/dev/null").map_err(|e| failed("cannot open /dev/null", &e))?;
     let io = CellIo {
@@ -144,12 +137,10 @@ impl Launched {
         let cap = start.limits.output_bytes();
         let boot =
             frame::boot(&start.namespaces, start.limits.max_output_bytes, config.frame_bytes());
-        let memory_check = reactor::enter(|| Box::pin(tokio::time::sleep(MEMORY_INTERVAL)));
         ChildSubstrate {
             stdout: PipeLines::new(Some(self.stdout), cap),
             stderr: PipeLines::new(Some(self.stderr), cap),
             process: self.process,
-            memory_check,
             frames: self.frames,
             sink: self.sink,
             outbox: VecDeque::from([boot]),
@@ -253,26 +244,13 @@ impl Substrate for ChildSubstrate {
 impl ChildSubstrate {
     /// Compares the whole cell's memory with the budget when a look is due.
     fn poll_memory(&mut self, cx: &mut Context<'_>) -> Option<Event> {
-        if self.memory_check.as_mut().poll(cx).is_pending() {
-            return None;
-        }
-        let used = self.process.memory_used();
-        if used > self.limits.memory_bytes() {
-            tracing::debug!(
-                used,
-                budget = self.limits.memory_bytes(),
-                "the cell is over its memory budget"
-            );
-            self.process.kill();
-            return Some(Event::Ended(Ending::Stopped(StopReason::OutOfMemory {
-                max_memory_mb: self.limits.max_memory_mb,
-            })));
-        }
-        let next = tokio::time::Instant::now() + MEMORY_INTERVAL;
-        self.memory_check.as_mut().reset(next);
-        // Registers the new deadline with the waker.
-        let _ = self.memory_check.as_mut().poll(cx);
-        None
+        let budget = self.limits.memory_bytes();
+        let Poll::Ready(used) = self.process.poll_over_memory(cx, budget) else { return None };
+        tracing::debug!(used, budget, "the cell is over its memory budget");
+        self.process.kill();
+        Some(Event::Ended(Ending::Stopped(StopReason::OutOfMemory {
+            max_memory_mb: self.limits.max_memory_mb,
+        })))
     }
 
     /// Moves queued frames into the sink and flushes it, as far as the socket takes them.
@@ -392,14 +370,9 @@ fn refine(
 ) -> Ending {
     let Ending::Exited(_) = ending else { return ending };
     // The cell's init exits with the program's status, `128 + signal` when it was killed.
-    let code = match exit {
-        Some(CellExit::Exited(code)) => Some(code),
-        Some(CellExit::Killed(_)) | None => None,
-    };
-    let by_cpu_limit = code == Some(128 + libc::SIGXCPU)
-        || (code == Some(128 + libc::SIGKILL)
-            && cpu_used + Duration::from_millis(100) >= Duration::from_millis(limits.compute_ms));
-    if by_cpu_limit {
+    let code = exit.and_then(CellExit::status);
+    let budget = Duration::from_millis(limits.compute_ms);
+    if exit.is_some_and(|exit| exit.by_cpu_limit(cpu_used, budget)) {
         return Ending::Stopped(StopReason::Compute { compute_ms: limits.compute_ms });
     }
     if truncated && code == Some(0) {

@@ -4,7 +4,17 @@
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The user's cache directory for code-runtime: `$XDG_CACHE_HOME/code-runtime`, else
+/// `$HOME/.cache/code-runtime`; `None` when neither is set.
+pub fn user_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .map(|dir| dir.join("code-runtime"))
+}
 
 /// The contents of `path` if it is a regular file of this process's user that neither its group
 /// nor others may write; `None` otherwise (a symbolic link included).

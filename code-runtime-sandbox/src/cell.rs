@@ -26,6 +26,24 @@ pub struct CellIo {
     pub channel: OwnedFd,
 }
 
+/// A pipe for a cell's standard streams: both ends close-on-exec (the cell gets its own copy of
+/// the end it keeps), and non-blocking when asked (a cell then loses what it writes to a full
+/// pipe rather than waiting for a host that reads it only once the cell is gone).
+///
+/// # Errors
+///
+/// What `pipe2` reports (out of descriptors).
+pub fn pipe(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    let flags = libc::O_CLOEXEC | if nonblocking { libc::O_NONBLOCK } else { 0 };
+    // SAFETY: pipe2 writes two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// How a cell ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CellExit {
@@ -33,6 +51,26 @@ pub enum CellExit {
     Exited(i32),
     /// The cell's init was killed by a signal (the host's [`Cell::kill`], or the kernel).
     Killed(i32),
+}
+
+impl CellExit {
+    /// The program's status: its exit code, or `128 + signal`; `None` when the init was killed.
+    pub fn status(self) -> Option<i32> {
+        match self {
+            CellExit::Exited(code) => Some(code),
+            CellExit::Killed(_) => None,
+        }
+    }
+
+    /// Whether the kernel's CPU limit (`RLIMIT_CPU`) ended the program: `SIGXCPU`, or the
+    /// `SIGKILL` that follows it, when the cell had used (within 100 ms) its `budget` of CPU
+    /// time.
+    pub fn by_cpu_limit(self, cpu_used: Duration, budget: Duration) -> bool {
+        let status = self.status();
+        status == Some(128 + libc::SIGXCPU)
+            || (status == Some(128 + libc::SIGKILL)
+                && cpu_used + Duration::from_millis(100) >= budget)
+    }
 }
 
 /// What a cell uses right now, all its processes together.
@@ -129,6 +167,21 @@ impl Cell {
         self.exit = Some(exit);
         self.cleanup();
         Ok(exit)
+    }
+
+    /// Waits up to `within` for the cell to end, blocking this thread (for synchronous
+    /// callers: a construction-time check, say); `None` if it is still running.
+    pub fn wait_timeout(&mut self, within: Duration) -> Option<CellExit> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            match self.try_wait() {
+                Ok(Some(exit)) => return Some(exit),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// What the cell uses now: its processes found under its init through `/proc`.
@@ -336,8 +389,9 @@ pub(crate) fn start(
 ) -> Result<Cell, SandboxError> {
     let start_error = |step, source| SandboxError::Start { step, source };
     let (report_read, report_write) =
-        pipe().map_err(|error| start_error("creating a pipe", error))?;
-    let (sync_read, sync_write) = pipe().map_err(|error| start_error("creating a pipe", error))?;
+        pipe(false).map_err(|error| start_error("creating a pipe", error))?;
+    let (sync_read, sync_write) =
+        pipe(false).map_err(|error| start_error("creating a pipe", error))?;
     // SAFETY: geteuid and getegid have no preconditions.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let root = euid == 0;
@@ -537,16 +591,6 @@ fn mount_step_name(plan: &Plan, index: usize) -> &'static str {
         Some(Step::ReadOnlyRoot) => "making the root read-only",
         None => "a mount step",
     }
-}
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 impl CellPlan {

@@ -68,7 +68,7 @@ mod seccomp;
 mod spawner;
 mod watch;
 
-pub use crate::cell::{Cell, CellExit, CellIo, Usage};
+pub use crate::cell::{Cell, CellExit, CellIo, Usage, pipe};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, CellPlan, CellSpec, DEFAULT_PROCESSES};

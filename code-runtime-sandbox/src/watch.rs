@@ -4,13 +4,21 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::runtime::Handle;
+use tokio::time::Sleep;
 
 use crate::cell::{Cell, CellExit};
+
+/// How often [`WatchedCell::poll_over_memory`] compares the cell's memory with a budget. Each
+/// look reads a few `/proc` files per process of the cell (tens of microseconds); a burst
+/// between looks is still bounded by each process's address-space limit.
+const MEMORY_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How long [`WatchedCell::reap`] waits for the cell's init to exit before it kills it, and then
 /// again before it gives up.
@@ -27,6 +35,9 @@ pub struct WatchedCell {
     /// with the cell).
     last_cpu_us: AtomicU64,
     reaped: Option<Option<CellExit>>,
+    /// The next look at the cell's memory, once [`poll_over_memory`](Self::poll_over_memory)
+    /// was first called.
+    memory_check: Option<Pin<Box<Sleep>>>,
 }
 
 impl WatchedCell {
@@ -42,7 +53,14 @@ impl WatchedCell {
         // is dropped, so it is never closed while registered.
         let exited =
             unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }?;
-        Ok(Self { cell, exited, runtime, last_cpu_us: AtomicU64::new(0), reaped: None })
+        Ok(Self {
+            cell,
+            exited,
+            runtime,
+            last_cpu_us: AtomicU64::new(0),
+            reaped: None,
+            memory_check: None,
+        })
     }
 
     /// The cell.
@@ -76,6 +94,31 @@ impl WatchedCell {
             return 0;
         }
         self.cell.usage().memory_bytes
+    }
+
+    /// Every 10 ms, compares the cell's memory ([`memory_used`](Self::memory_used)) with
+    /// `budget`: `Ready` with what it uses once that is more, `Pending` until then (the waker is
+    /// registered for the next look). The first look is 10 ms after the first call.
+    pub fn poll_over_memory(&mut self, cx: &mut Context<'_>, budget: u64) -> Poll<u64> {
+        let mut check = self.memory_check.take().unwrap_or_else(|| {
+            let _runtime = self.runtime.enter();
+            Box::pin(tokio::time::sleep(MEMORY_INTERVAL))
+        });
+        let looked = if check.as_mut().poll(cx).is_pending() {
+            Poll::Pending
+        } else {
+            let used = self.memory_used();
+            if used > budget {
+                Poll::Ready(used)
+            } else {
+                check.as_mut().reset(tokio::time::Instant::now() + MEMORY_INTERVAL);
+                // Registers the new deadline with the waker.
+                let _ = check.as_mut().poll(cx);
+                Poll::Pending
+            }
+        };
+        self.memory_check = Some(check);
+        looked
     }
 
     /// Kills the cell (its CPU time is read first). Idempotent.

@@ -1,14 +1,33 @@
 //! [`WorkerThreadConfig`]: everything a
 //! [`WorkerThreadCodeRuntime`](crate::WorkerThreadCodeRuntime) is constructed with.
 
+use std::path::PathBuf;
+
 use code_runtime::Limits;
 use code_runtime::provider::DEFAULT_MAX_CONCURRENT_RUNS;
+use code_runtime_sandbox::Options as SandboxOptions;
+
+/// Where a run's isolate lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// On a thread of the host's process: the lowest latency, for trusted programs. A V8 fatal
+    /// error (which no embedder can catch) ends the host.
+    #[default]
+    Thread,
+    /// In a sandbox cell of its own (a process with no files, no network and nothing of the
+    /// host, see docs/security.md): a V8 fatal error ends that run as `worker-exit`, never the
+    /// host. Needs an executable that serves cells (see
+    /// [`serve_cell_if_asked`](crate::serve_cell_if_asked)).
+    Process,
+}
 
 /// Configuration of the TypeScript provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerThreadConfig {
     /// The budgets of every run. `max_memory_mb` bounds V8's heap and the program's ArrayBuffer
-    /// backing stores together; `compute_ms` is the isolate thread's CPU time.
+    /// backing stores together; `compute_ms` is the isolate thread's CPU time (`thread`), or
+    /// every thread's of the cell (`process`).
     pub limits: Limits,
     /// Allow `eval` and `new Function` (default `false`, as Cloudflare Workers do).
     pub allow_eval: bool,
@@ -16,9 +35,28 @@ pub struct WorkerThreadConfig {
     /// (a `WebAssembly.Memory` needs no compilation, and its pages are V8's own, outside the
     /// memory budget's allocator) and compilation is refused.
     pub allow_wasm: bool,
-    /// Runs in flight at once (each is an isolate on its own thread); more wait in a queue, their
-    /// wall clock running. Default 64.
+    /// Runs in flight at once (each is an isolate on its own thread, or a cell); more wait in a
+    /// queue, their wall clock running. Default 64.
     pub max_concurrent_runs: usize,
+    /// Where isolates live (default [`Isolation::Thread`]; the `code-runtime` command defaults to
+    /// `process`).
+    pub isolation: Isolation,
+    /// `process` isolation: the executable each cell runs, which must call
+    /// [`serve_cell_if_asked`](crate::serve_cell_if_asked) first in `main`. `None` (the default)
+    /// is this process's own executable. Construction runs a trial program in a cell and says
+    /// what is wrong if it does not answer.
+    pub cell_executable: Option<PathBuf>,
+    /// `process` isolation: the layers of the cells, and whether one this machine cannot give is
+    /// a construction error (`sandbox.require`, the default).
+    pub sandbox: SandboxOptions,
+    /// `process` isolation: keep one cell started ahead of the next run, its V8 initialised and
+    /// waiting (default `true`), so a run does not wait for a process to start. It serves one run;
+    /// the next is started as it is taken, and `dispose` ends it.
+    pub warm_cell: bool,
+    /// `process` isolation: a directory where what this machine's kernel gives the sandbox is
+    /// remembered between processes (default `None`: probed once per process, a few
+    /// milliseconds).
+    pub machine_cache: Option<PathBuf>,
 }
 
 impl Default for WorkerThreadConfig {
@@ -28,6 +66,11 @@ impl Default for WorkerThreadConfig {
             allow_eval: false,
             allow_wasm: false,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+            isolation: Isolation::default(),
+            cell_executable: None,
+            sandbox: SandboxOptions::default(),
+            warm_cell: true,
+            machine_cache: None,
         }
     }
 }

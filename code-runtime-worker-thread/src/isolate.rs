@@ -1,20 +1,19 @@
-//! The isolate thread: a fresh isolate and context for one run, the program called as an async
-//! function, and the loop that settles binding calls, fires timers and runs microtasks until the
+//! The isolate thread: a fresh isolate and context for one run (made before the program is
+//! known, see [`prepare`]), the program called as an async function, and the loop that settles binding calls, fires timers and runs microtasks until the
 //! program's promise settles or the host terminates execution.
 
 use std::ffi::c_void;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
 use code_runtime::{BindingError, JsonValue};
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::convert::{self, Refused};
 use crate::globals::{self, NamespaceSetup};
 use crate::memory::{self, HeapGuard, MemoryBudget};
-use crate::message::ToIsolate;
+use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::meter::{Halt, Meter};
 use crate::state::{Bounds, Pending, Run};
 use crate::termination::{Cause, Termination};
@@ -23,42 +22,64 @@ use crate::{platform, render};
 /// How often an idle isolate thread looks for foreground tasks of V8's own.
 const PLATFORM_POLL: Duration = Duration::from_millis(10);
 
-/// What the isolate thread needs, all of it `Send`.
-pub(crate) struct Setup {
+/// What an isolate is made with before its program is known: the same for every run of a
+/// provider under the same limits, so a cell makes its isolate while it waits for a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) max_memory_mb: u64,
+    pub(crate) allow_eval: bool,
+    pub(crate) allow_wasm: bool,
+}
+
+/// The run's program and what it may print, the same in both isolation modes (a cell receives
+/// it as its setup frame).
+#[derive(Debug)]
+pub(crate) struct Program {
     /// The stripped program (see `strip::strip_program`).
     pub(crate) body: String,
     /// The names the program sees its environment under, in the order `globals::install` hands
     /// the values: `console`, the namespaces, the error classes.
     pub(crate) parameters: Vec<String>,
     pub(crate) namespaces: Vec<NamespaceSetup>,
-    pub(crate) max_memory_mb: u64,
     pub(crate) max_output_bytes: usize,
-    pub(crate) allow_eval: bool,
-    pub(crate) allow_wasm: bool,
-    pub(crate) budget: Arc<MemoryBudget>,
-    pub(crate) termination: Arc<Termination>,
-    /// Set to the thread's CPU clock before any program code runs.
-    pub(crate) cpu_clock: Arc<OnceLock<CpuClock>>,
 }
 
-/// The thread's body. Ends by sending the run's [`Ending`] unless the host stopped it (the host
-/// knows why); dropping `host` at the end tells the host the isolate is gone.
-pub(crate) fn run(setup: Setup, host: UnboundedSender<Event>, inbox: Receiver<ToIsolate>) {
-    if let Some(cpu_clock) = CpuClock::current_thread() {
-        let _ = setup.cpu_clock.set(cpu_clock);
-    }
-    let ending = run_isolate(&setup, &host, &inbox);
-    let ending = match setup.termination.cause() {
-        Some(Cause::Host) => None,
-        Some(Cause::OutOfMemory) => {
-            Some(Ending::Stopped(StopReason::OutOfMemory { max_memory_mb: setup.max_memory_mb }))
+/// What the isolate thread shares with whoever watches it, all of it `Send`.
+pub(crate) struct Setup {
+    pub(crate) shape: Shape,
+    pub(crate) budget: Arc<MemoryBudget>,
+    pub(crate) termination: Arc<Termination>,
+    /// Set to the thread's CPU clock before the isolate is made.
+    pub(crate) cpu_clock: Arc<OnceLock<CpuClock>>,
+    /// What V8 calls instead of aborting when it runs out of memory past every limit (a cell
+    /// reports it to its host; in the host's process nothing can be done).
+    pub(crate) out_of_memory: Option<v8::OomErrorCallback>,
+}
+
+impl Setup {
+    /// A setup whose budget, termination and clock are new.
+    pub(crate) fn new(shape: Shape) -> Self {
+        let memory_bytes =
+            usize::try_from(shape.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        Self {
+            shape,
+            budget: Arc::new(MemoryBudget::new(memory_bytes)),
+            termination: Arc::default(),
+            cpu_clock: Arc::default(),
+            out_of_memory: None,
         }
-        Some(Cause::OutputExceeded) => Some(Ending::Stopped(StopReason::OutputExceeded)),
-        None => ending,
-    };
-    if let Some(ending) = ending {
-        let _ = host.send(Event::Ended(ending));
     }
+}
+
+/// A fresh isolate and context, made on the thread that will run a program in them, before the
+/// program is known.
+pub(crate) struct Prepared {
+    isolate: v8::OwnedIsolate,
+    /// `None` when the environment could not be made.
+    context: Option<v8::Global<v8::Context>>,
+    /// What the near-heap-limit callback reads: outlives the isolate.
+    guard: Box<HeapGuard>,
+    setup: Setup,
 }
 
 unsafe extern "C" fn deny_wasm(
@@ -68,18 +89,14 @@ unsafe extern "C" fn deny_wasm(
     false
 }
 
-fn run_isolate(
-    setup: &Setup,
-    host: &UnboundedSender<Event>,
-    inbox: &Receiver<ToIsolate>,
-) -> Option<Ending> {
-    let mut params = v8::CreateParams::default();
-    if let Some(snapshot) = platform::snapshot() {
-        params = params.snapshot_blob(v8::StartupData::from(snapshot));
+/// Makes the isolate and its context for `setup` on this thread.
+pub(crate) fn prepare(setup: Setup) -> Prepared {
+    if let Some(cpu_clock) = CpuClock::current_thread() {
+        let _ = setup.cpu_clock.set(cpu_clock);
     }
     let memory_bytes =
-        usize::try_from(setup.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let params = params
+        usize::try_from(setup.shape.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+    let params = v8::CreateParams::default()
         .heap_limits(0, memory_bytes)
         .array_buffer_allocator(memory::allocator(&setup.budget).make_shared());
     let mut isolate = v8::Isolate::new(params);
@@ -88,7 +105,10 @@ fn run_isolate(
     // Without a listener, V8 prints an exception nobody catches (one thrown by a
     // `FinalizationRegistry` callback, say) to the process's stdout: the host's.
     isolate.add_message_listener(globals::uncaught);
-    if !setup.allow_wasm {
+    if let Some(handler) = setup.out_of_memory {
+        isolate.set_oom_error_handler(handler);
+    }
+    if !setup.shape.allow_wasm {
         isolate.set_allow_wasm_code_generation_callback(deny_wasm);
     }
     let guard = Box::new(HeapGuard {
@@ -101,23 +121,51 @@ fn run_isolate(
     let guard_data = &*guard as *const HeapGuard as *mut c_void;
     isolate.add_near_heap_limit_callback(memory::near_heap_limit, guard_data);
     setup.termination.attach(isolate.thread_safe_handle());
-
-    let ending = {
+    let context = {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
         let scope = &mut v8::ContextScope::new(scope, context);
-        context.set_allow_generation_from_strings(setup.allow_eval);
-        if !setup.allow_wasm && !remove_webassembly(scope, context) {
-            return Some(Ending::Failed(
-                "the program's environment could not be set up".to_owned(),
-            ));
-        }
-        execute(scope, setup, host, inbox)
+        context.set_allow_generation_from_strings(setup.shape.allow_eval);
+        (setup.shape.allow_wasm || remove_webassembly(scope, context))
+            .then(|| v8::Global::new(scope, context))
     };
-    // The isolate (and with it every handle into it) goes before the guard its callback uses.
-    drop(isolate);
-    drop(guard);
-    ending
+    Prepared { isolate, context, guard, setup }
+}
+
+impl Prepared {
+    /// Runs `program` to its end, sends the ending unless the host stopped the run (the host
+    /// knows why), then disposes of the isolate. Dropping `host` at the end tells the host the
+    /// isolate is gone.
+    pub(crate) fn run(mut self, program: Program, host: Outbox, inbox: Inbox) {
+        let ending = match self.context.take() {
+            Some(context) => {
+                v8::scope!(let scope, &mut self.isolate);
+                let context = v8::Local::new(scope, context);
+                let scope = &mut v8::ContextScope::new(scope, context);
+                execute(scope, &self.setup, &program, &host, &inbox)
+            }
+            None => {
+                Some(Ending::Failed("the program's environment could not be set up".to_owned()))
+            }
+        };
+        let setup = &self.setup;
+        let ending = match setup.termination.cause() {
+            Some(Cause::Host) => None,
+            Some(Cause::OutOfMemory) => Some(Ending::Stopped(StopReason::OutOfMemory {
+                max_memory_mb: setup.shape.max_memory_mb,
+            })),
+            Some(Cause::OutputExceeded) => Some(Ending::Stopped(StopReason::OutputExceeded)),
+            None => ending,
+        };
+        if let Some(ending) = ending {
+            host.send(Event::Ended(ending));
+        }
+        // The isolate (and with it every handle into it) goes before the guard its callback
+        // uses.
+        let Prepared { isolate, guard, .. } = self;
+        drop(isolate);
+        drop(guard);
+    }
 }
 
 /// Takes the `WebAssembly` namespace away: refusing code generation is not enough, as
@@ -135,20 +183,21 @@ fn remove_webassembly(
 fn execute(
     scope: &mut v8::PinScope<'_, '_>,
     setup: &Setup,
-    host: &UnboundedSender<Event>,
-    inbox: &Receiver<ToIsolate>,
+    program: &Program,
+    host: &Outbox,
+    inbox: &Inbox,
 ) -> Option<Ending> {
     let bounds = Bounds {
         termination: setup.termination.clone(),
         budget: setup.budget.clone(),
-        max_output_bytes: setup.max_output_bytes,
+        max_output_bytes: program.max_output_bytes,
     };
-    let Some((run, parameters)) = globals::install(scope, &setup.namespaces, host, bounds) else {
+    let Some((run, parameters)) = globals::install(scope, &program.namespaces, host, bounds) else {
         return Some(Ending::Failed("the program's environment could not be set up".to_owned()));
     };
     scope.set_slot(run.clone());
     v8::tc_scope!(let scope, scope);
-    let Some(promise) = start(scope, setup, &parameters) else {
+    let Some(promise) = start(scope, program, &parameters) else {
         if scope.is_execution_terminating() {
             return None;
         }
@@ -259,10 +308,10 @@ const BODY_SUFFIX: &str = "\n};";
 /// Compiles the program and calls it; `None` when compilation or the call threw.
 fn start<'s>(
     scope: &mut v8::PinScope<'s, '_>,
-    setup: &Setup,
+    program: &Program,
     parameters: &[v8::Local<'s, v8::Value>],
 ) -> Option<v8::Local<'s, v8::Promise>> {
-    let source = format!("{BODY_PREFIX}{}{BODY_SUFFIX}", setup.body);
+    let source = format!("{BODY_PREFIX}{}{BODY_SUFFIX}", program.body);
     let source = v8::String::new(scope, &source)?;
     let name = v8::String::new(scope, "program")?;
     let column_offset = -i32::try_from(BODY_PREFIX.len()).unwrap_or(0);
@@ -279,7 +328,7 @@ fn start<'s>(
         false,
         None,
     );
-    let names = setup
+    let names = program
         .parameters
         .iter()
         .map(|name| v8::String::new(scope, name))

@@ -27,25 +27,46 @@
 //! The program is the body of an async function, compiled as a function body in strict mode; a
 //! program over 1 MiB is refused.
 //!
+//! ## Where isolates live
+//!
+//! [`Isolation::Thread`] (the library's default) runs each isolate on a thread of the host's
+//! process: the lowest latency, for trusted programs, since a V8 fatal error (an allocation past
+//! the budget and its one extension, an internal size limit such as
+//! `"x".repeat(2 ** 28).split("")`) aborts the host. [`Isolation::Process`] runs each isolate in
+//! a sandbox cell of its own (no files, no network, seccomp, Landlock; docs/security.md): a V8
+//! fatal error ends that run as `worker-exit`, saying what V8 said, and the next run gets a fresh
+//! cell; one cell is started ahead of the next run. A cell runs an executable that calls
+//! [`serve_cell_if_asked`] first in `main`: the host's own (the default), or a helper such as
+//! this crate's `code-runtime-v8-cell` binary ([`WorkerThreadConfig::cell_executable`]).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! code_runtime_worker_thread::serve_cell_if_asked(); // first thing in `main`
+//! use code_runtime_worker_thread::{Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig};
+//! let config = WorkerThreadConfig { isolation: Isolation::Process, ..WorkerThreadConfig::default() };
+//! let runtime = WorkerThreadCodeRuntime::new(config)?;
+//! # Ok(()) }
+//! ```
+//!
 //! ## Limits and caveats
 //!
-//! - `compute_ms` is the CPU time of the isolate's thread: awaiting a binding costs nothing, a hot
-//!   loop always accrues. The host samples it, so a run can overshoot by about a millisecond.
+//! - `compute_ms` is the CPU time of the isolate's thread (`thread`), or of every thread of the
+//!   cell (`process`, V8's own included): awaiting a binding costs nothing, a hot loop always
+//!   accrues. The host samples it, so a run can overshoot by about a millisecond.
 //! - `max_memory_mb` bounds V8's heap and the ArrayBuffer backing stores together (the heap's size
 //!   is sampled between turns of the event loop). A single allocation the budget cannot hold (an
 //!   `ArrayBuffer`, a typed array) fails inside the program as a catchable `RangeError`; a program
-//!   that fills its heap ends as `worker-exit` (`out of memory`).
-//! - An isolate is never reused: every run creates one from a startup snapshot made once per
-//!   process (a trivial run costs about 1.5 ms in all on a 2-core machine).
+//!   that fills its heap ends as `worker-exit` (`out of memory`). A cell is also stopped once its
+//!   private memory passes the budget plus 96 MiB (V8's own share).
+//! - An isolate is never reused: every run creates one (a trivial run costs a few milliseconds in
+//!   all on a 2-core machine, in either mode when the cell was started ahead).
 //! - Whatever a program hands the host (a result, a `console` line, a call's argument, a thrown
 //!   value's text) is walked iteratively and charged as it is copied: results and lines against
 //!   the output budget, arguments and pending calls against the memory budget. The deadlines
 //!   hold while it is walked.
-//! - Isolates run in this process: a V8 fatal error (a single allocation past the budget and its
-//!   one extension, an internal size limit) aborts it. Run untrusted programs where a crash of
-//!   the host process is acceptable, or in a process of their own (docs/security.md).
 #![warn(missing_docs)]
 
+mod cell;
 mod config;
 mod convert;
 mod globals;
@@ -54,42 +75,89 @@ mod memory;
 mod message;
 mod meter;
 mod platform;
+mod process;
 mod render;
 mod state;
 mod strip;
 mod substrate;
 mod termination;
+mod wire;
 
-use code_runtime::provider::{Host, async_trait};
+use std::path::PathBuf;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use code_runtime::provider::{CallId, Ending, Event, Host, Substrate, Teardown, async_trait};
 use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, Limits,
+    BindingError, CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError,
+    JsonValue, Limits,
 };
+use code_runtime_sandbox::{Containment, SandboxError};
+use futures::future::BoxFuture;
 
-pub use crate::config::WorkerThreadConfig;
+pub use crate::cell::serve_cell_if_asked;
+pub use crate::config::{Isolation, WorkerThreadConfig};
+pub use code_runtime_sandbox::Options as SandboxOptions;
 
-/// A [`CodeRuntime`] that runs TypeScript programs, each in a fresh V8 isolate on its own thread.
+/// Why a [`WorkerThreadCodeRuntime`] could not be constructed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerThreadError {
+    /// An invalid setting.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `process` isolation: the sandbox cannot be had (a layer `sandbox.require` asks for does
+    /// not hold on this machine; the message says which and what to do).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// `process` isolation: the cell executable does not run programs in a cell.
+    #[error("code-runtime-worker-thread: the cell executable {} cannot run programs: {why}", executable.display())]
+    Cell {
+        /// The executable, as resolved.
+        executable: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+}
+
+/// A [`CodeRuntime`] that runs TypeScript programs, each in a fresh V8 isolate on its own thread
+/// or in a sandbox cell of its own ([`Isolation`]).
 ///
-/// Cheap to share behind an `Arc`. V8 itself is initialised once per process, with the first run.
+/// Cheap to share behind an `Arc`. V8 itself is initialised once per process, with the first
+/// `thread` run; in `process` isolation each cell initialises its own.
 #[derive(Debug)]
 pub struct WorkerThreadCodeRuntime {
     config: WorkerThreadConfig,
     host: Host,
+    cells: Option<process::Cells>,
 }
 
 impl WorkerThreadCodeRuntime {
-    /// Validates `config`.
+    /// Validates `config`; in `process` isolation, plans the cells and runs a trial program in
+    /// one (tens of milliseconds), so a cell executable that does not serve cells fails here.
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] for invalid limits or a zero `max_concurrent_runs`.
-    pub fn new(config: WorkerThreadConfig) -> Result<Self, ConfigError> {
+    /// [`WorkerThreadError::Config`] for invalid limits or a zero `max_concurrent_runs`;
+    /// [`WorkerThreadError::Sandbox`] and [`WorkerThreadError::Cell`] in `process` isolation.
+    pub fn new(config: WorkerThreadConfig) -> Result<Self, WorkerThreadError> {
         let host = Host::new(config.limits, config.max_concurrent_runs)?;
-        Ok(Self { config, host })
+        let cells = match config.isolation {
+            Isolation::Thread => None,
+            Isolation::Process => Some(process::Cells::new(&config)?),
+        };
+        Ok(Self { config, host, cells })
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &WorkerThreadConfig {
         &self.config
+    }
+
+    /// The sandbox layers that hold for every run in `process` isolation; `None` in `thread`
+    /// isolation, where there are none.
+    pub fn containment(&self) -> Option<Containment> {
+        self.cells.as_ref().map(process::Cells::containment)
     }
 }
 
@@ -100,7 +168,10 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
     }
 
     fn isolation(&self) -> &str {
-        "worker-thread"
+        match self.cells {
+            Some(_) => "process",
+            None => "worker-thread",
+        }
     }
 
     fn limits(&self) -> &Limits {
@@ -111,13 +182,75 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future terminates the isolate at once; its thread is joined on the provider's
-    /// reactor, which [`dispose`](CodeRuntime::dispose) waits for.
+    /// Dropping the future terminates the isolate at once (kills its cell); its thread is
+    /// joined (its cell reaped) on the provider's reactor, which
+    /// [`dispose`](CodeRuntime::dispose) waits for.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        self.host.run(request, |start| async { substrate::start(&self.config, start) }).await
+        self.host
+            .run(request, |start| async {
+                let limits = start.limits;
+                let shape = substrate::shape(&self.config, &limits);
+                let program = substrate::program(start)?;
+                match &self.cells {
+                    None => substrate::start(shape, program).map(Isolate::Thread),
+                    Some(cells) => cells
+                        .start(shape, program, limits)
+                        .await
+                        .map(|cell| Isolate::Cell(Box::new(cell))),
+                }
+            })
+            .await
     }
 
     async fn dispose(&self) {
         self.host.dispose().await;
+        if let Some(cells) = &self.cells {
+            cells.close().await;
+        }
+    }
+}
+
+/// A run's isolate, wherever it lives.
+enum Isolate {
+    Thread(substrate::IsolateSubstrate),
+    // Boxed: it is the larger by hundreds of bytes, and one allocation per run is nothing
+    // beside a process.
+    Cell(Box<process::CellSubstrate>),
+}
+
+impl Substrate for Isolate {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
+        match self {
+            Isolate::Thread(isolate) => isolate.poll_event(cx),
+            Isolate::Cell(cell) => cell.poll_event(cx),
+        }
+    }
+
+    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+        match self {
+            Isolate::Thread(isolate) => isolate.settle(call, outcome),
+            Isolate::Cell(cell) => cell.settle(call, outcome),
+        }
+    }
+
+    fn compute_used(&self) -> Duration {
+        match self {
+            Isolate::Thread(isolate) => isolate.compute_used(),
+            Isolate::Cell(cell) => cell.compute_used(),
+        }
+    }
+
+    fn stop(&mut self) {
+        match self {
+            Isolate::Thread(isolate) => isolate.stop(),
+            Isolate::Cell(cell) => cell.stop(),
+        }
+    }
+
+    fn teardown(self, ending: Ending) -> BoxFuture<'static, Teardown> {
+        match self {
+            Isolate::Thread(isolate) => isolate.teardown(ending),
+            Isolate::Cell(cell) => (*cell).teardown(ending),
+        }
     }
 }

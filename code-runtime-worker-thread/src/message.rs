@@ -1,9 +1,22 @@
-//! The messages between the host and an isolate thread. No V8 type crosses: what the isolate
-//! reports is the host loop's own [`Event`](code_runtime::provider::Event), and what the host sends
-//! back is a [`ToIsolate`].
+//! The messages between the host and an isolate, and the two ways they travel: over channels to
+//! the host loop in the same process (`thread` isolation), or as frames over the cell's channel
+//! (`process` isolation, see `wire.rs`). No V8 type crosses: what the isolate reports is the host
+//! loop's own [`Event`](code_runtime::provider::Event), and what the host sends back is a
+//! [`ToIsolate`].
 
-use code_runtime::provider::CallId;
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use code_runtime::provider::{CallId, Event};
 use code_runtime::{BindingError, JsonValue};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::wire;
 
 /// What the host sends the isolate thread.
 #[derive(Debug)]
@@ -12,4 +25,140 @@ pub(crate) enum ToIsolate {
     Settle { call: CallId, outcome: Result<JsonValue, BindingError> },
     /// Wake up and stop: the host has terminated execution.
     Stop,
+}
+
+/// Held while a frame is written to a cell's channel, so that the last words of a V8 fatal error
+/// (which may come from one of V8's own threads) never land inside another frame.
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// Writes `frame` to descriptor `fd` whole, between the frames of others (see [`WRITING`]).
+pub(crate) fn write_frame_to(fd: libc::c_int, frame: &[u8]) {
+    let _writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut rest = frame;
+    while !rest.is_empty() {
+        // SAFETY: writes from a live slice to a descriptor number; a closed one fails.
+        let written = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        match usize::try_from(written) {
+            Ok(written) if written > 0 => rest = &rest[written..],
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
+}
+
+/// Where an isolate sends its events.
+#[derive(Clone, Debug)]
+pub(crate) enum Outbox {
+    /// The host loop of this process.
+    Thread(UnboundedSender<Event>),
+    /// The host process, over the cell's channel.
+    Cell(Arc<UnixStream>),
+}
+
+impl Outbox {
+    /// Sends `event`; a host that is gone is not an error here (the isolate is about to be
+    /// stopped, or the cell killed).
+    pub(crate) fn send(&self, event: Event) {
+        match self {
+            Outbox::Thread(host) => {
+                let _ = host.send(event);
+            }
+            Outbox::Cell(channel) => {
+                let frame = wire::event(event);
+                let _writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = (&**channel).write_all(&frame);
+            }
+        }
+    }
+}
+
+/// Where an isolate's loop waits for the host.
+#[derive(Debug)]
+pub(crate) enum Inbox {
+    Thread(Receiver<ToIsolate>),
+    Cell(FrameReader),
+}
+
+impl Inbox {
+    /// The next message, waiting at most `timeout`. A host that is gone is `Disconnected`.
+    pub(crate) fn recv_timeout(&self, timeout: Duration) -> Result<ToIsolate, RecvTimeoutError> {
+        match self {
+            Inbox::Thread(inbox) => inbox.recv_timeout(timeout),
+            Inbox::Cell(reader) => {
+                let payload = reader.next(timeout)?;
+                match wire::to_cell(&payload) {
+                    Ok(wire::ToCell::Settle { call, outcome }) => {
+                        Ok(ToIsolate::Settle { call, outcome })
+                    }
+                    // A cell is prepared and set up once; anything else the cell cannot follow
+                    // ends the run (the host reports the cell's exit).
+                    Ok(wire::ToCell::Setup(_) | wire::ToCell::Prepare(_)) | Err(_) => {
+                        Err(RecvTimeoutError::Disconnected)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads whole frames from a cell's channel, as many bytes per system call as are there (a
+/// binding round trip is two frames, and each read is on its latency).
+#[derive(Debug)]
+pub(crate) struct FrameReader {
+    channel: Arc<UnixStream>,
+    buffer: RefCell<Vec<u8>>,
+}
+
+/// How much one read asks for.
+const READ_BYTES: usize = 64 << 10;
+
+impl FrameReader {
+    pub(crate) fn new(channel: Arc<UnixStream>) -> Self {
+        Self { channel, buffer: RefCell::new(Vec::new()) }
+    }
+
+    /// The next frame's payload, waiting at most `timeout` for it to begin. The host writes
+    /// whole frames: once one has begun, the rest follows, so the rest is waited for.
+    pub(crate) fn next(&self, timeout: Duration) -> Result<Vec<u8>, RecvTimeoutError> {
+        let mut buffer = self.buffer.borrow_mut();
+        if buffer.is_empty() && !readable(&self.channel, timeout) {
+            return Err(RecvTimeoutError::Timeout);
+        }
+        let mut need = wire::LENGTH_BYTES;
+        loop {
+            if buffer.len() >= wire::LENGTH_BYTES {
+                let length =
+                    u32::from_be_bytes(buffer[..wire::LENGTH_BYTES].try_into().unwrap_or_default());
+                need = wire::LENGTH_BYTES + length as usize;
+                if buffer.len() >= need {
+                    let payload = buffer[wire::LENGTH_BYTES..need].to_vec();
+                    buffer.drain(..need);
+                    return Ok(payload);
+                }
+            }
+            let filled = buffer.len();
+            buffer.resize(filled + READ_BYTES.max(need - filled), 0);
+            let read = (&*self.channel).read(&mut buffer[filled..]);
+            match read {
+                Ok(read) if read > 0 => buffer.truncate(filled + read),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                    buffer.truncate(filled);
+                }
+                _ => {
+                    buffer.truncate(filled);
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `channel` has something to read (or is closed) within `timeout`.
+fn readable(channel: &UnixStream, timeout: Duration) -> bool {
+    let mut poll = libc::pollfd { fd: channel.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let millis =
+        libc::c_int::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    ready > 0
 }

@@ -13,10 +13,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use code_runtime::provider::{CallId, Event, FunctionId};
-use tokio::sync::mpsc::UnboundedSender;
+use code_runtime::provider::{CallId, FunctionId};
 
 use crate::memory::MemoryBudget;
+use crate::message::Outbox;
 use crate::termination::Termination;
 
 /// The realm's own prototypes and constructors, captured before the program runs: a program can
@@ -45,7 +45,7 @@ pub(crate) struct ErrorClass {
 
 /// Everything a native callback of one run needs.
 pub(crate) struct Run {
-    pub(crate) host: UnboundedSender<Event>,
+    pub(crate) host: Outbox,
     pub(crate) intrinsics: Intrinsics,
     /// In [`FunctionId`] order.
     pub(crate) members: Vec<Member>,

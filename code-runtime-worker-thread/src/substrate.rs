@@ -11,15 +11,14 @@ use std::time::Duration;
 use code_runtime::provider::{
     CallId, CpuClock, Ending, Event, Start, Substrate, Teardown, reactor,
 };
-use code_runtime::{BindingError, JsonValue};
+use code_runtime::{BindingError, JsonValue, Limits};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::config::WorkerThreadConfig;
 use crate::globals::NamespaceSetup;
-use crate::isolate::{self, Setup};
-use crate::memory::MemoryBudget;
-use crate::message::ToIsolate;
+use crate::isolate::{self, Program, Setup, Shape};
+use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::termination::{Cause, Termination};
 use crate::{platform, strip};
 
@@ -35,9 +34,9 @@ pub(crate) struct IsolateSubstrate {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Strips the program and starts its isolate thread. A program that does not strip starts
-/// nothing: its ending is the strip error (`exception`).
-pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<IsolateSubstrate, Ending> {
+/// Strips the program and makes what its isolate is built from, in either isolation mode. A
+/// program that does not strip starts nothing: its ending is the strip error (`exception`).
+pub(crate) fn program(start: Start) -> Result<Program, Ending> {
     let Start { program, namespaces, limits, .. } = start;
     let mut parameters = vec!["console".to_owned()];
     parameters.extend(namespaces.iter().map(|namespace| namespace.global.clone()));
@@ -49,10 +48,7 @@ pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<Isolate
     );
     let stripped =
         strip::strip_program(&program).map_err(|error| Ending::Threw(error.to_string()))?;
-    let memory_bytes = usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX);
-    let termination = Arc::new(Termination::default());
-    let cpu_clock = Arc::new(OnceLock::new());
-    let setup = Setup {
+    Ok(Program {
         body: stripped.body,
         parameters,
         namespaces: namespaces
@@ -66,20 +62,32 @@ pub(crate) fn start(config: &WorkerThreadConfig, start: Start) -> Result<Isolate
                     .map(|class| (class.name.clone(), class.member_name_property.clone())),
             })
             .collect(),
-        max_memory_mb: limits.max_memory_mb,
         max_output_bytes: limits.output_bytes(),
+    })
+}
+
+/// What the isolates of `config` are made with under `limits`.
+pub(crate) fn shape(config: &WorkerThreadConfig, limits: &Limits) -> Shape {
+    Shape {
+        max_memory_mb: limits.max_memory_mb,
         allow_eval: config.allow_eval,
         allow_wasm: config.allow_wasm,
-        budget: Arc::new(MemoryBudget::new(memory_bytes)),
-        termination: termination.clone(),
-        cpu_clock: cpu_clock.clone(),
-    };
+    }
+}
+
+/// Starts `program`'s isolate thread in this process.
+pub(crate) fn start(shape: Shape, program: Program) -> Result<IsolateSubstrate, Ending> {
+    let setup = Setup::new(shape);
+    let termination = setup.termination.clone();
+    let cpu_clock = setup.cpu_clock.clone();
     let (host, events) = unbounded_channel();
     let (inbox, inbox_rx) = std_mpsc::channel();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = format!("code-runtime-v8-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let thread = platform::spawn_isolate_thread(name, move || isolate::run(setup, host, inbox_rx))
-        .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
+    let thread = platform::spawn_isolate_thread(name, move || {
+        isolate::prepare(setup).run(program, Outbox::Thread(host), Inbox::Thread(inbox_rx));
+    })
+    .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
     Ok(IsolateSubstrate { events, inbox, termination, cpu_clock, thread: Some(thread) })
 }
 

@@ -13,6 +13,7 @@
 //! - [`catalogue`]: the messages a program sees that a substrate must produce itself (the Python
 //!   child receives them in its `boot` frame, so each is written once).
 //! - [`CpuClock`]: the compute budget's clock, a thread's or a process's.
+//! - [`Spare`]: one substrate started ahead of the next run.
 //! - [`reactor`]: the provider's own tokio runtime thread, which keeps timers, sockets, child
 //!   processes and teardowns independent of the caller's executor.
 //! - The identifier rules every provider installs names under ([`validate_bindings`] and the sets
@@ -28,6 +29,7 @@ mod gate;
 mod host;
 mod ledger;
 pub mod reactor;
+mod spare;
 
 pub use crate::binding::BindingFuture;
 pub use crate::provider::clock::CpuClock;
@@ -36,6 +38,7 @@ pub use crate::provider::ending::{Ending, StopReason};
 pub use crate::provider::gate::{DEFAULT_MAX_CONCURRENT_RUNS, RunGate, RunPermit};
 pub use crate::provider::host::{Event, Host, Start, Substrate, Teardown};
 pub use crate::provider::ledger::{Admission, OutputLedger};
+pub use crate::provider::spare::Spare;
 pub use crate::validation::{
     PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,
     RESERVED_ERROR_MEMBERS, SHADOWED_GLOBALS, is_dunder_member, is_portable_identifier,

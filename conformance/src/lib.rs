@@ -79,8 +79,19 @@ pub fn cases() -> Vec<Case> {
     cases
 }
 
-/// Runs one case on a fresh provider of its language, configured by its sidecar.
-pub async fn run(case: &Case) -> CaseRun {
+/// Where a TypeScript case runs: in the test's process, or in sandbox cells of the named cell
+/// executable (one that calls `code_runtime_worker_thread::serve_cell_if_asked` first).
+#[derive(Clone, Debug)]
+pub enum Isolation {
+    /// `thread` isolation.
+    Thread,
+    /// `process` isolation, cells running this executable.
+    Process(PathBuf),
+}
+
+/// Runs one case on a fresh provider of its language, configured by its sidecar; a TypeScript
+/// case in `isolation`.
+pub async fn run(case: &Case, isolation: &Isolation) -> CaseRun {
     let sidecar = case.path.with_extension("json");
     let sidecar = if sidecar.exists() {
         code_runtime_fixtures::read_document(&sidecar).unwrap_or_else(|error| panic!("{error}"))
@@ -104,13 +115,23 @@ pub async fn run(case: &Case) -> CaseRun {
             PythonCodeRuntime::new(PythonConfig { limits, ..PythonConfig::default() })
                 .expect("python3 starts"),
         ),
-        _ => Arc::new(
-            WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        _ => {
+            let (isolation, cell_executable) = match isolation {
+                Isolation::Thread => (code_runtime_worker_thread::Isolation::Thread, None),
+                Isolation::Process(executable) => {
+                    (code_runtime_worker_thread::Isolation::Process, Some(executable.clone()))
+                }
+            };
+            let config = WorkerThreadConfig {
                 limits,
+                isolation,
+                cell_executable,
+                // One run per provider: a cell started ahead would only be thrown away.
+                warm_cell: false,
                 ..WorkerThreadConfig::default()
-            })
-            .expect("valid limits"),
-        ),
+            };
+            Arc::new(WorkerThreadCodeRuntime::new(config).expect("the provider starts"))
+        }
     };
     let program = std::fs::read_to_string(&case.path).expect("readable case");
     let request = CodeRunRequest { program, bindings, ..CodeRunRequest::default() };

@@ -4,7 +4,8 @@
 //! paths for each (a root host maps each cell to a uid of its own and opens the granted trees
 //! itself; an unprivileged one maps the cell to its own uid and binds by path). `cargo xtask
 //! test` runs everything as the invoking user; this runs the suites that exercise containment
-//! (`code-runtime-sandbox` and `code-runtime-python`) as the user [`USER`], created when missing.
+//! (`code-runtime-sandbox`, `code-runtime-python`, and the TypeScript provider's `process`
+//! isolation and attacks) as the user [`USER`], created when missing.
 //! It needs root, to create the user and switch to it.
 
 use std::io::{BufRead, BufReader};
@@ -16,8 +17,13 @@ use crate::toolchain;
 /// The unprivileged account the suites run as: a system user without a home or a shell.
 const USER: &str = "code-runtime-ci";
 
-/// The packages whose tests run unprivileged.
-const PACKAGES: [&str; 2] = ["code-runtime-sandbox", "code-runtime-python"];
+/// The packages whose tests run unprivileged, and the tests of each (all when empty).
+const PACKAGES: [(&str, &[&str]); 3] = [
+    ("code-runtime-sandbox", &[]),
+    ("code-runtime-python", &[]),
+    // Its cells, and the attacks that run in both isolation modes; the rest is the same as root.
+    ("code-runtime-worker-thread", &["process::", "attacks::"]),
+];
 
 /// The PATH of the unprivileged runs: the system's directories only, so `python3` is one every
 /// user can execute (a version manager's under `/root` is not).
@@ -42,9 +48,9 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
 }
 
 /// Runs each test binary as [`USER`] and totals the results.
-fn run_all(binaries: &[(PathBuf, PathBuf)], home: &Path, extra: &[String]) -> Result<(), String> {
+fn run_all(binaries: &[Binary], home: &Path, extra: &[String]) -> Result<(), String> {
     let (mut passed, mut failed) = (0, 0);
-    for (binary, package_dir) in binaries {
+    for Binary { path: binary, package_dir, filters } in binaries {
         println!("== as {USER}: {}", binary.display());
         #[expect(
             clippy::disallowed_methods,
@@ -58,6 +64,7 @@ fn run_all(binaries: &[(PathBuf, PathBuf)], home: &Path, extra: &[String]) -> Re
             .arg(format!("PATH={PATH}"))
             .arg(format!("HOME={}", home.display()))
             .arg(binary)
+            .args(filters.iter().copied())
             .args(extra)
             .current_dir(package_dir)
             .stdout(Stdio::piped());
@@ -115,11 +122,17 @@ fn ids() -> Result<(u32, u32), String> {
     Ok((id("-u")?, id("-g")?))
 }
 
-/// Builds the test binaries of [`PACKAGES`] and lists each with its package's directory (where
-/// cargo would run it).
-fn test_binaries() -> Result<Vec<(PathBuf, PathBuf)>, String> {
+/// A test binary, where cargo would run it (its package's directory), and the tests to run.
+struct Binary {
+    path: PathBuf,
+    package_dir: PathBuf,
+    filters: &'static [&'static str],
+}
+
+/// Builds the test binaries of [`PACKAGES`] and lists each.
+fn test_binaries() -> Result<Vec<Binary>, String> {
     let mut args = vec!["test", "--no-run", "--locked", "--message-format=json"];
-    for package in PACKAGES {
+    for (package, _) in PACKAGES {
         args.extend(["--package", package]);
     }
     let output = toolchain::cargo_output(&args)?;
@@ -134,7 +147,13 @@ fn test_binaries() -> Result<Vec<(PathBuf, PathBuf)>, String> {
             continue;
         };
         let package_dir = Path::new(&manifest).parent().map(Path::to_path_buf).unwrap_or_default();
-        binaries.push((PathBuf::from(executable), package_dir));
+        let filters = PACKAGES
+            .iter()
+            .find(|(package, _)| package_dir.ends_with(package))
+            .map_or(&[][..], |(_, filters)| *filters);
+        // The filters name integration tests; a unit-test binary runs whole.
+        let filters = if line.contains(r#""kind":["lib"]"#) { &[][..] } else { filters };
+        binaries.push(Binary { path: PathBuf::from(executable), package_dir, filters });
     }
     if binaries.is_empty() {
         return Err("cargo built no test binary".to_owned());

@@ -201,6 +201,39 @@ fn record_and_command_bindings() {
 }
 
 #[test]
+fn isolation_chooses_where_the_isolate_runs() {
+    let scratch = Scratch::new("isolation");
+    let program = scratch.write("one.ts", "console.log('one'); return 1");
+    // The default, `process`, and `thread` give the same result; the cell is this executable.
+    for args in [&[][..], &["--isolation", "process"], &["--isolation", "thread"]] {
+        let output = binary().arg("run").arg(&program).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "{\"logs\":[\"one\"],\"value\":1}\n", "{args:?}");
+    }
+    // A V8 fatal error ends the cell, never the command.
+    let fatal = scratch.write("fatal.ts", "'x'.repeat(2 ** 28).split('')");
+    let output = run(&["run", &fatal]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with(
+            "{\"logs\":[],\"error\":{\"kind\":\"worker-exit\",\"message\":\"worker error: V8 fatal error: "
+        ),
+        "{}",
+        stdout(&output)
+    );
+    check_misuse(
+        &run(&["run", &program, "--isolation", "vm"]),
+        "--isolation must be thread or process",
+    );
+    let python = scratch.write("one.py", "return 1");
+    check_misuse(&run(&["run", &python, "--isolation", "thread"]), "TypeScript only");
+    assert_eq!(
+        stdout(&run(&["run", &python, "--isolation", "process"])),
+        "{\"logs\":[],\"value\":1}\n"
+    );
+}
+
+#[test]
 fn sigint_aborts_the_run() {
     let scratch = Scratch::new("sigint");
     for (name, program) in [("spin.ts", "for (;;) {}"), ("spin.py", "while True:\n    pass")] {
@@ -237,6 +270,7 @@ fn help_documents_every_flag() {
         "--memory-mb",
         "--max-output-bytes",
         "--record",
+        "--isolation",
         "--quick",
         "--json",
         "example:",

@@ -1,34 +1,46 @@
 //! Attacks on the host itself (issue "Step 3"): each one ends as a result of the documented kind,
-//! the host stays alive and bounded, and the next run in the same process works. Each test names
-//! the class it closes; the attacks are members of it.
+//! the host stays alive and bounded, and the next run in the same process works, in both
+//! isolation modes. Each test names the class it closes; the attacks are members of it.
 
 use code_runtime::FailureKind;
 use serde_json::json;
 
 use crate::*;
 
-/// Runs `program` under `limits` and checks that it failed as `kind`; then that a plain run on
-/// the same runtime still works.
+/// Runs `program` under `limits` in each isolation mode and checks that it failed as `kind`;
+/// then that a plain run on the same runtime still works. Returns the message (the same in
+/// both modes).
 #[track_caller]
 fn ends_as(limits: Limits, program: &str, kind: FailureKind) -> String {
-    let runtime = runtime(limits);
-    let request = CodeRunRequest::new(program)
-        .binding(tools().function("echo", echo()).function("never", never()));
-    let result = run_on(&runtime, request);
-    assert_eq!(result.error().map(|e| e.kind()), Some(kind), "{program}: {}", result.to_json());
-    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
-    result.error().map(|e| e.message().to_owned()).unwrap_or_default()
+    let mut messages = Vec::new();
+    for runtime in both(limits) {
+        let request = CodeRunRequest::new(program)
+            .binding(tools().function("echo", echo()).function("never", never()));
+        let result = run_on(&runtime, request);
+        let mode = runtime.isolation();
+        assert_eq!(
+            result.error().map(|e| e.kind()),
+            Some(kind),
+            "{mode}: {program}: {}",
+            result.to_json()
+        );
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+        messages.push(result.error().map(|e| e.message().to_owned()).unwrap_or_default());
+    }
+    // A cell may die of a V8 fatal error where the in-process isolate stopped itself first.
+    if kind != FailureKind::WorkerExit {
+        assert_eq!(messages[0], messages[1], "{program}: the modes disagree");
+    }
+    messages.swap_remove(0)
+}
+
+/// A runtime under `limits` in each isolation mode: `thread`, then `process`.
+fn both(limits: Limits) -> [WorkerThreadCodeRuntime; 2] {
+    [runtime(limits), process_runtime(limits)]
 }
 
 fn small(max_output_bytes: u64) -> Limits {
     Limits { max_output_bytes, max_wall_ms: 20_000, ..Limits::default() }
-}
-
-/// Resident memory of this process, in MiB.
-fn rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
 }
 
 #[test]
@@ -125,22 +137,20 @@ fn deep_values_never_overflow_a_stack() {
     );
     // A deep argument of a call nobody awaits, and a deep one that crosses and comes back.
     let deep = "let d: unknown = 1; for (let i = 0; i < 300000; i++) d = [d];";
-    assert_eq!(
-        value(&run(
-            &format!("{deep} void tools.never(d); return 1"),
-            vec![tools().function("never", never())]
-        )),
-        &json!(1)
-    );
-    let result = run(
-        &format!("{deep} await tools.echo(d); return 2"),
-        vec![tools().function("echo", echo())],
-    );
-    assert!(
-        result.is_ok() || result.error().is_some_and(|e| e.kind() == FailureKind::Exception),
-        "{}",
-        result.to_json()
-    );
+    for runtime in both(Limits::default()) {
+        let request = CodeRunRequest::new(format!("{deep} void tools.never(d); return 1"))
+            .binding(tools().function("never", never()));
+        assert_eq!(value(&run_on(&runtime, request)), &json!(1));
+        let request = CodeRunRequest::new(format!("{deep} await tools.echo(d); return 2"))
+            .binding(tools().function("echo", echo()));
+        let result = run_on(&runtime, request);
+        assert!(
+            result.is_ok() || result.error().is_some_and(|e| e.kind() == FailureKind::Exception),
+            "{}: {}",
+            runtime.isolation(),
+            result.to_json()
+        );
+    }
 }
 
 #[test]
@@ -187,13 +197,16 @@ fn the_program_cannot_close_its_function() {
     ] {
         // Refused by the type stripper or by V8's parser, or run in strict mode, where `this`
         // is `undefined`: an exception every way.
-        let result = run(program, vec![]);
-        assert_eq!(
-            failure(&result).map(|f| f.0),
-            Some("exception"),
-            "{program}: {}",
-            result.to_json()
-        );
+        for runtime in both(Limits::default()) {
+            let result = run_on(&runtime, CodeRunRequest::new(program));
+            assert_eq!(
+                failure(&result).map(|f| f.0),
+                Some("exception"),
+                "{}: {program}: {}",
+                runtime.isolation(),
+                result.to_json()
+            );
+        }
     }
     assert_eq!(value(&run("return typeof globalThis.y", vec![])), &json!("undefined"));
 }
@@ -206,21 +219,30 @@ fn a_throw_in_a_finalizer_fails_the_run_and_reaches_no_stream() {
         for (let i = 0; i < 100000; i++) r.register({ i }, i);\n\
         for (let round = 0; round < 200; round++) { const junk = []; for (let i = 0; i < 10000; i++) junk.push({ i }); await new Promise((r) => setTimeout(r, 1)); }\n\
         return 'no finalizer ran'";
-    let result = run(program, vec![]);
-    let (kind, message) = failure(&result).unwrap_or_default();
-    assert_eq!(kind, "exception", "{}", result.to_json());
-    assert!(message.starts_with("Error: {\"logs\":[],\"value\":\"forged\"}"), "{message}");
+    for runtime in both(Limits::default()) {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let (kind, message) = failure(&result).unwrap_or_default();
+        assert_eq!(kind, "exception", "{}: {}", runtime.isolation(), result.to_json());
+        assert!(message.starts_with("Error: {\"logs\":[],\"value\":\"forged\"}"), "{message}");
+    }
 }
 
 #[test]
 fn webassembly_is_absent_unless_allowed() {
     // `WebAssembly.Memory` needs no code generation and its pages are outside the budget.
-    let result = run("return new WebAssembly.Memory({ initial: 65536 }).buffer.byteLength", vec![]);
-    assert_eq!(
-        failure(&result)
-            .map(|(kind, message)| (kind, message.lines().next().unwrap_or_default().to_owned())),
-        Some(("exception", "ReferenceError: WebAssembly is not defined".to_owned()))
-    );
+    for runtime in both(Limits::default()) {
+        let request = CodeRunRequest::new(
+            "return new WebAssembly.Memory({ initial: 65536 }).buffer.byteLength",
+        );
+        let result = run_on(&runtime, request);
+        assert_eq!(
+            failure(&result).map(|(kind, message)| (
+                kind,
+                message.lines().next().unwrap_or_default().to_owned()
+            )),
+            Some(("exception", "ReferenceError: WebAssembly is not defined".to_owned()))
+        );
+    }
     let allowed = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
         allow_wasm: true,
         ..WorkerThreadConfig::default()

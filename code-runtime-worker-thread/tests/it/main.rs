@@ -6,6 +6,7 @@ mod budgets;
 mod contract;
 mod host_api;
 mod hostile;
+mod process;
 
 use std::sync::OnceLock;
 
@@ -27,9 +28,27 @@ fn runtime(limits: Limits) -> WorkerThreadCodeRuntime {
         .unwrap()
 }
 
+/// A runtime in `process` isolation, its cells running this crate's cell executable.
+fn process_runtime(limits: Limits) -> WorkerThreadCodeRuntime {
+    WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        limits,
+        isolation: code_runtime_worker_thread::Isolation::Process,
+        cell_executable: Some(env!("CARGO_BIN_EXE_code-runtime-v8-cell").into()),
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap()
+}
+
 fn default_runtime() -> &'static WorkerThreadCodeRuntime {
     static RUNTIME: OnceLock<WorkerThreadCodeRuntime> = OnceLock::new();
     RUNTIME.get_or_init(|| runtime(Limits::default()))
+}
+
+/// Resident memory of this process, in MiB.
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
 }
 
 /// `T{…}` of REFERENCE.md §5.

@@ -1,9 +1,10 @@
 //! Runs every conformance case on its provider, snapshots the report, checks the suite's
-//! expectation, and checks that cases present in both languages agree.
+//! expectation, and checks that cases present in both languages agree, and that every
+//! TypeScript case has the same report in both isolation modes.
 
 use std::collections::BTreeMap;
 
-use conformance::{CaseRun, cases, check_expectation, parity_view, report};
+use conformance::{CaseRun, Isolation, cases, check_expectation, parity_view, report};
 
 #[test]
 fn every_case_on_both_providers() {
@@ -18,9 +19,19 @@ fn every_case_on_both_providers() {
     assert!(!cases.is_empty(), "no conformance case found");
     let mut failures = Vec::new();
     let mut outcomes: BTreeMap<(String, String), Vec<(&'static str, CaseRun)>> = BTreeMap::new();
+    let cells = Isolation::Process(env!("CARGO_BIN_EXE_conformance-v8-cell").into());
     for case in &cases {
-        let outcome = tokio.block_on(conformance::run(case));
+        let outcome = tokio.block_on(conformance::run(case, &Isolation::Thread));
         let rendered = report(case, &outcome);
+        if case.language == "typescript" {
+            let in_cell = report(case, &tokio.block_on(conformance::run(case, &cells)));
+            if in_cell != rendered {
+                failures.push(format!(
+                    "{}/{} differs between isolation modes:\n--- thread\n{rendered}\n--- process\n{in_cell}",
+                    case.suite, case.name
+                ));
+            }
+        }
         if let Err(why) = check_expectation(&case.suite, &outcome) {
             failures.push(format!("{why}:\n{rendered}"));
         }

@@ -1,0 +1,462 @@
+//! The frames between a host and a V8 cell (`process` isolation): a 4-byte big-endian length,
+//! then one JSON text, written and read by [`code_runtime::json`], which never recurses (a value
+//! a program hands over may be nested 100 000 levels deep).
+//!
+//! ```text
+//! host → cell   {"prepare": {...}}                     at once: what the isolate is made with
+//!               {"setup": {...}}                       once, when a run takes the cell
+//!               {"settle": {"id": N, "value": V}}      a call resolved
+//!               {"settle": {"id": N, "error": S, "data": V}}
+//! cell → host   {"log": S}
+//!               {"call": {"id": N, "function": N, "args": V}}
+//!               {"end": E}                             the run's ending, then the cell exits
+//!               {"fatal": S}                           V8 gave up: the cell exits next
+//! ```
+//!
+//! The host never sends a stop: it kills the cell.
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::provider::{CallId, Ending, Event, FunctionId, StopReason};
+use code_runtime::{BindingArgs, BindingError};
+use serde_json::{Map, json};
+
+use crate::isolate::{Program, Shape};
+
+/// How frames spell numbers: integers with their exact digits, as [`json::parse`] reads them
+/// back (ECMAScript's spelling of 2^60, `1152921504606847000`, is not that integer).
+const EXACT: json::NumberSpelling = json::NumberSpelling::ExactIntegers;
+
+/// The length prefix of every frame.
+pub(crate) const LENGTH_BYTES: usize = 4;
+
+/// What a cell sends, as the host reads it.
+#[derive(Debug)]
+pub(crate) enum FromCell {
+    Event(Event),
+    /// V8 reported a fatal error (or the cell's code panicked); the text says what.
+    Fatal(String),
+}
+
+/// What the host sends, as the cell reads it.
+#[derive(Debug)]
+pub(crate) enum ToCell {
+    Prepare(Shape),
+    Setup(Program),
+    Settle { call: CallId, outcome: Result<JsonValue, BindingError> },
+}
+
+/// `message` as one frame. Consumes it so that a deep value is dropped without recursion.
+fn frame(message: JsonValue) -> Vec<u8> {
+    let mut text = String::with_capacity(64);
+    // Room for the prefix, filled in below.
+    text.push_str("\0\0\0\0");
+    json::encode_with(&message, EXACT, &mut text);
+    json::drop_value(message);
+    prefixed(text)
+}
+
+/// `text`, which begins with four placeholder bytes, with its length in them.
+fn prefixed(text: String) -> Vec<u8> {
+    let mut bytes = text.into_bytes();
+    let len = u32::try_from(bytes.len() - LENGTH_BYTES).unwrap_or(u32::MAX);
+    bytes[..LENGTH_BYTES].copy_from_slice(&len.to_be_bytes());
+    bytes
+}
+
+/// An event of the isolate as a frame.
+pub(crate) fn event(event: Event) -> Vec<u8> {
+    frame(match event {
+        Event::Log(line) => json!({ "log": line }),
+        Event::Call { id, function, args } => object(
+            "call",
+            object_of([
+                ("id", JsonValue::from(id)),
+                ("function", JsonValue::from(function.0)),
+                ("args", args.into_value()),
+            ]),
+        ),
+        Event::Ended(ending) => object("end", ending_value(ending)),
+        // `Event` is non-exhaustive; an isolate sends nothing else.
+        _ => json!({ "fatal": "the isolate reported an event the cell cannot send" }),
+    })
+}
+
+fn ending_value(ending: Ending) -> JsonValue {
+    match ending {
+        Ending::Completed(None) => json!("undefined"),
+        Ending::Completed(Some(value)) => object("value", value),
+        Ending::Threw(text) => json!({ "threw": text }),
+        Ending::InvalidOutput => json!("invalid-output"),
+        Ending::Stopped(StopReason::OutputExceeded) => json!("output-limit"),
+        Ending::Stopped(StopReason::OutOfMemory { .. }) => json!("out-of-memory"),
+        Ending::Failed(text) => json!({ "failed": text }),
+        other => json!({ "failed": format!("the isolate ended as {other:?}") }),
+    }
+}
+
+/// The fatal frame, for the cell's last words.
+pub(crate) fn fatal(text: &str) -> Vec<u8> {
+    frame(json!({ "fatal": text }))
+}
+
+/// The setup frame of a run.
+pub(crate) fn setup(program: &Program) -> Vec<u8> {
+    let namespaces: Vec<JsonValue> = program
+        .namespaces
+        .iter()
+        .map(|namespace| {
+            json!({
+                "global": namespace.global,
+                "names": namespace.names,
+                "error_class": namespace.error_class.as_ref().map(|(name, property)| json!([name, property])),
+            })
+        })
+        .collect();
+    frame(json!({ "setup": {
+        "body": program.body,
+        "parameters": program.parameters,
+        "namespaces": namespaces,
+        "max_output_bytes": program.max_output_bytes,
+    }}))
+}
+
+/// The prepare frame of a cell.
+pub(crate) fn prepare(shape: Shape) -> Vec<u8> {
+    frame(json!({ "prepare": {
+        "max_memory_mb": shape.max_memory_mb,
+        "allow_eval": shape.allow_eval,
+        "allow_wasm": shape.allow_wasm,
+    }}))
+}
+
+/// The settle frame of call `call`. Consumes the value (see [`frame`]).
+pub(crate) fn settle(call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8> {
+    match outcome {
+        Ok(value) => {
+            frame(object("settle", object_of([("id", JsonValue::from(call)), ("value", value)])))
+        }
+        // Written around the rejection's data, which is only borrowed: a clone would recurse.
+        Err(rejection) => {
+            let mut text = format!(
+                "\0\0\0\0{{\"settle\":{{\"id\":{call},\"error\":{},\"data\":",
+                json::quote(rejection.message())
+            );
+            json::encode_with(rejection.data().unwrap_or(&JsonValue::Null), EXACT, &mut text);
+            text.push_str("}}");
+            prefixed(text)
+        }
+    }
+}
+
+/// `{key: value}`, moving `value` in. (`json!` would serialize an interpolated value into a
+/// copy, recursively: a deep value would overflow the stack.)
+fn object(key: &str, value: JsonValue) -> JsonValue {
+    object_of([(key, value)])
+}
+
+fn object_of<const N: usize>(entries: [(&str, JsonValue); N]) -> JsonValue {
+    JsonValue::Object(entries.into_iter().map(|(key, value)| (key.to_owned(), value)).collect())
+}
+
+/// Why a frame could not be read.
+pub(crate) type Malformed = String;
+
+/// Reads a frame from the cell. `max_memory_mb` is the run's, for an out-of-memory ending.
+pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, Malformed> {
+    let (key, mut body) = message(payload)?;
+    let read = match key.as_str() {
+        "log" => match body.take() {
+            JsonValue::String(line) => Ok(FromCell::Event(Event::Log(line))),
+            other => {
+                json::drop_value(other);
+                Err("a log frame without a line".to_owned())
+            }
+        },
+        "fatal" => match body.take() {
+            JsonValue::String(text) => Ok(FromCell::Fatal(text)),
+            other => {
+                json::drop_value(other);
+                Err("a fatal frame without a text".to_owned())
+            }
+        },
+        "call" => {
+            let args = take(&mut body, "args");
+            let id = body.get("id").and_then(JsonValue::as_u64);
+            let function = body.get("function").and_then(JsonValue::as_u64);
+            match (id, function.and_then(|f| u32::try_from(f).ok()), args) {
+                (Some(id), Some(function), Some(args)) => Ok(FromCell::Event(Event::Call {
+                    id,
+                    function: FunctionId(function),
+                    args: BindingArgs::new(args),
+                })),
+                (_, _, args) => {
+                    if let Some(args) = args {
+                        json::drop_value(args);
+                    }
+                    Err("a call frame without its id, function or arguments".to_owned())
+                }
+            }
+        }
+        "end" => ending(&mut body, max_memory_mb).map(|e| FromCell::Event(Event::Ended(e))),
+        other => Err(format!("an unknown frame {}", json::quote(other))),
+    };
+    json::drop_value(body);
+    read
+}
+
+fn ending(body: &mut JsonValue, max_memory_mb: u64) -> Result<Ending, Malformed> {
+    if let Some(value) = take(body, "value") {
+        return Ok(Ending::Completed(Some(value)));
+    }
+    let text =
+        |body: &JsonValue, key: &str| body.get(key).and_then(JsonValue::as_str).map(str::to_owned);
+    match body.as_str() {
+        Some("undefined") => return Ok(Ending::Completed(None)),
+        Some("invalid-output") => return Ok(Ending::InvalidOutput),
+        Some("output-limit") => return Ok(Ending::Stopped(StopReason::OutputExceeded)),
+        Some("out-of-memory") => {
+            return Ok(Ending::Stopped(StopReason::OutOfMemory { max_memory_mb }));
+        }
+        _ => {}
+    }
+    if let Some(text) = text(body, "threw") {
+        return Ok(Ending::Threw(text));
+    }
+    if let Some(text) = text(body, "failed") {
+        return Ok(Ending::Failed(text));
+    }
+    Err("an end frame with no ending".to_owned())
+}
+
+/// Reads a frame from the host.
+pub(crate) fn to_cell(payload: &[u8]) -> Result<ToCell, Malformed> {
+    let (key, mut body) = message(payload)?;
+    let read = match key.as_str() {
+        "setup" => program(&body).map(ToCell::Setup),
+        "prepare" => shape(&body).map(ToCell::Prepare),
+        "settle" => {
+            let value = take(&mut body, "value");
+            let data = take(&mut body, "data").filter(|data| !data.is_null());
+            match (body.get("id").and_then(JsonValue::as_u64), value) {
+                (Some(call), Some(value)) => Ok(ToCell::Settle { call, outcome: Ok(value) }),
+                (Some(call), None) => {
+                    let message = body.get("error").and_then(JsonValue::as_str).unwrap_or("");
+                    let mut rejection = BindingError::new(message);
+                    if let Some(data) = data {
+                        rejection = rejection.with_data(data);
+                    }
+                    Ok(ToCell::Settle { call, outcome: Err(rejection) })
+                }
+                (None, value) => {
+                    if let Some(value) = value {
+                        json::drop_value(value);
+                    }
+                    if let Some(data) = data {
+                        json::drop_value(data);
+                    }
+                    Err("a settle frame without an id".to_owned())
+                }
+            }
+        }
+        other => Err(format!("an unknown frame {}", json::quote(other))),
+    };
+    json::drop_value(body);
+    read
+}
+
+fn program(body: &JsonValue) -> Result<Program, Malformed> {
+    let missing = |what: &str| format!("a setup frame without {what}");
+    let string = |value: &JsonValue| value.as_str().map(str::to_owned);
+    let strings = |value: Option<&JsonValue>| -> Option<Vec<String>> {
+        value?.as_array()?.iter().map(string).collect()
+    };
+    let namespaces = body
+        .get("namespaces")
+        .and_then(JsonValue::as_array)
+        .ok_or_else(|| missing("namespaces"))?
+        .iter()
+        .map(|namespace| {
+            let error_class = match namespace.get("error_class") {
+                Some(JsonValue::Array(pair)) if pair.len() == 2 => {
+                    Some((string(&pair[0])?, string(&pair[1])?))
+                }
+                _ => None,
+            };
+            Some(crate::globals::NamespaceSetup {
+                global: string(namespace.get("global")?)?,
+                names: strings(namespace.get("names"))?,
+                error_class,
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| missing("valid namespaces"))?;
+    let max_output_bytes = body
+        .get("max_output_bytes")
+        .and_then(JsonValue::as_u64)
+        .ok_or_else(|| missing("max_output_bytes"))?;
+    Ok(Program {
+        body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
+        parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
+        namespaces,
+        max_output_bytes: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
+    })
+}
+
+fn shape(body: &JsonValue) -> Result<Shape, Malformed> {
+    let missing = |what: &str| format!("a prepare frame without {what}");
+    let flag = |key: &str| body.get(key).and_then(JsonValue::as_bool).ok_or_else(|| missing(key));
+    Ok(Shape {
+        max_memory_mb: body
+            .get("max_memory_mb")
+            .and_then(JsonValue::as_u64)
+            .ok_or_else(|| missing("max_memory_mb"))?,
+        allow_eval: flag("allow_eval")?,
+        allow_wasm: flag("allow_wasm")?,
+    })
+}
+
+/// The one key of a message and its body.
+fn message(payload: &[u8]) -> Result<(String, JsonValue), Malformed> {
+    let text = std::str::from_utf8(payload).map_err(|_| "a frame that is not UTF-8".to_owned())?;
+    let value = json::parse(text).map_err(|error| format!("a frame that is not JSON: {error}"))?;
+    let JsonValue::Object(object) = value else {
+        json::drop_value(value);
+        return Err("a frame that is not an object".to_owned());
+    };
+    let mut entries = object.into_iter();
+    match (entries.next(), entries.next()) {
+        (Some((key, body)), None) => Ok((key, body)),
+        (first, second) => {
+            for (_, value) in first.into_iter().chain(second).chain(entries) {
+                json::drop_value(value);
+            }
+            Err("a frame that is not one message".to_owned())
+        }
+    }
+}
+
+/// Takes `key` out of an object, leaving `null`, so the (possibly deep) value is moved, never
+/// dropped or cloned recursively with the envelope.
+fn take(body: &mut JsonValue, key: &str) -> Option<JsonValue> {
+    body.as_object_mut()
+        .and_then(|object: &mut Map<String, JsonValue>| object.get_mut(key))
+        .map(JsonValue::take)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::globals::NamespaceSetup;
+
+    fn payload(frame: &[u8]) -> &[u8] {
+        let len = u32::from_be_bytes(frame[..LENGTH_BYTES].try_into().unwrap()) as usize;
+        assert_eq!(frame.len(), LENGTH_BYTES + len);
+        &frame[LENGTH_BYTES..]
+    }
+
+    fn deep(levels: usize) -> JsonValue {
+        let mut value = JsonValue::Null;
+        for _ in 0..levels {
+            value = JsonValue::Array(vec![value]);
+        }
+        value
+    }
+
+    #[test]
+    fn every_ending_crosses_unchanged() {
+        let endings = [
+            Ending::Completed(None),
+            Ending::Completed(Some(JsonValue::Null)),
+            Ending::Completed(Some(json!({"b": 1, "a": [2.5, "x"]}))),
+            Ending::Completed(Some(json!([1u64 << 60, -(1i64 << 53), 0.1, 1e300]))),
+            Ending::Threw("Error: boom".to_owned()),
+            Ending::InvalidOutput,
+            Ending::Stopped(StopReason::OutputExceeded),
+            Ending::Stopped(StopReason::OutOfMemory { max_memory_mb: 64 }),
+            Ending::Failed("why".to_owned()),
+        ];
+        for ending in endings {
+            let expected = format!("{ending:?}");
+            let frame = event(Event::Ended(ending));
+            let Ok(FromCell::Event(Event::Ended(read))) = from_cell(payload(&frame), 64) else {
+                panic!("{expected} did not cross");
+            };
+            assert_eq!(format!("{read:?}"), expected);
+        }
+    }
+
+    #[test]
+    fn deep_values_cross_both_ways_without_recursion() {
+        let frame = event(Event::Call {
+            id: 7,
+            function: FunctionId(2),
+            args: BindingArgs::new(deep(200_000)),
+        });
+        let Ok(FromCell::Event(Event::Call { id, function, args })) = from_cell(payload(&frame), 1)
+        else {
+            panic!("the call did not cross");
+        };
+        assert_eq!((id, function.0), (7, 2));
+        assert_eq!(json::encoded_len(&args, usize::MAX), Some(400_004));
+        json::drop_value(args.into_value());
+
+        let frame = settle(3, Ok(deep(200_000)));
+        let Ok(ToCell::Settle { call: 3, outcome: Ok(value) }) = to_cell(payload(&frame)) else {
+            panic!("the settlement did not cross");
+        };
+        json::drop_value(value);
+
+        let rejection = BindingError::new("deep").with_data(deep(200_000));
+        let frame = settle(4, Err(rejection));
+        let Ok(ToCell::Settle { call: 4, outcome: Err(read) }) = to_cell(payload(&frame)) else {
+            panic!("the rejection did not cross");
+        };
+        assert_eq!(read.message(), "deep");
+    }
+
+    #[test]
+    fn rejections_and_setups_cross_unchanged() {
+        let rejection = BindingError::new("nope").with_data(json!({"status": 429}));
+        let frame = settle(1, Err(rejection));
+        let Ok(ToCell::Settle { call: 1, outcome: Err(read) }) = to_cell(payload(&frame)) else {
+            panic!("the rejection did not cross");
+        };
+        assert_eq!((read.message(), read.data()), ("nope", Some(&json!({"status": 429}))));
+
+        let program = Program {
+            body: "return 1".to_owned(),
+            parameters: vec!["console".to_owned(), "tools".to_owned(), "ToolError".to_owned()],
+            namespaces: vec![NamespaceSetup {
+                global: "tools".to_owned(),
+                names: vec!["a".to_owned()],
+                error_class: Some(("ToolError".to_owned(), "tool".to_owned())),
+            }],
+            max_output_bytes: 1000,
+        };
+        let Ok(ToCell::Setup(read)) = to_cell(payload(&setup(&program))) else {
+            panic!("the setup did not cross");
+        };
+        assert_eq!(format!("{read:?}"), format!("{program:?}"));
+        let shape = Shape { max_memory_mb: 64, allow_eval: false, allow_wasm: true };
+        let Ok(ToCell::Prepare(read)) = to_cell(payload(&prepare(shape))) else {
+            panic!("the shape did not cross");
+        };
+        assert_eq!(read, shape);
+    }
+
+    #[test]
+    fn malformed_frames_are_refused_with_a_reason() {
+        for (frame, why) in [
+            (&b"\xff"[..], "not UTF-8"),
+            (b"[1]", "not an object"),
+            (b"{\"log\":1}", "without a line"),
+            (b"{\"log\":\"a\",\"fatal\":\"b\"}", "not one message"),
+            (b"{\"call\":{\"id\":1}}", "without its id"),
+            (b"{\"end\":{}}", "no ending"),
+            (b"{\"boot\":{}}", "unknown frame"),
+        ] {
+            let error = from_cell(frame, 1).unwrap_err();
+            assert!(error.contains(why), "{error}");
+        }
+    }
+}

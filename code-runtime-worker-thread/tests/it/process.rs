@@ -1,0 +1,174 @@
+//! `process` isolation: every run's isolate in a sandbox cell of its own. The contract is the
+//! same as in-process (these tests sample it, `attacks.rs` runs its attacks in both modes); what
+//! differs is what a V8 fatal error ends and what the budgets count.
+
+use code_runtime::FailureKind;
+use code_runtime_worker_thread::{Isolation, WorkerThreadError};
+use serde_json::json;
+
+use crate::*;
+
+#[test]
+fn a_program_runs_in_a_cell_with_its_bindings_logs_errors_and_timers() {
+    let runtime = process_runtime(Limits::default());
+    assert_eq!(runtime.isolation(), "process");
+    let containment = runtime.containment().expect("process isolation has a containment");
+    assert!(containment.seccomp && containment.no_privileges, "{containment:?}");
+    let request = CodeRunRequest::new(
+        "console.log('start', 1); const r = await tools.echo({ q: [1, 'x'], n: null });\n\
+         try { await tools.reject(1) } catch (e) { console.log(e instanceof ToolCallError, e.message, e.toolName) }\n\
+         await new Promise(resolve => setTimeout(resolve, 5));\n\
+         return r",
+    )
+    .binding(tools().function("echo", echo()).function("reject", reject("nope")));
+    let result = run_on(&runtime, request);
+    assert_eq!(
+        result.to_json(),
+        r#"{"logs":["start 1","true nope reject"],"value":{"q":[1,"x"],"n":null}}"#
+    );
+    // Rejections carry their data; `undefined` is no value.
+    let request =
+        CodeRunRequest::new("try { await tools.fail() } catch (e) { return [e.data, e.message] }")
+            .binding(tools().function(
+                "fail",
+                binding(|_| async {
+                    Err(BindingError::new("busy").with_data(json!({"retryAfterMs": 5})))
+                }),
+            ));
+    assert_eq!(value(&run_on(&runtime, request)), &json!([{"retryAfterMs": 5}, "busy"]));
+    let result = run_on(&runtime, CodeRunRequest::new("console.log('only a log')"));
+    assert_eq!(result.to_json(), r#"{"logs":["only a log"]}"#);
+}
+
+#[test]
+fn runs_in_cells_at_once_each_get_their_own() {
+    let runtime = process_runtime(Limits::default());
+    let runs = (0..6).map(|n| {
+        runtime.run(
+            CodeRunRequest::new(format!(
+                "await new Promise(r => setTimeout(r, 20)); globalThis.seen = (globalThis.seen ?? 0) + 1; return [{n}, globalThis.seen]"
+            )),
+        )
+    });
+    let results = tokio().block_on(futures::future::join_all(runs));
+    for (n, result) in results.into_iter().enumerate() {
+        assert_eq!(value(&result.unwrap()), &json!([n, 1]));
+    }
+}
+
+#[test]
+fn budgets_end_a_cell_as_they_end_a_thread() {
+    let runtime = process_runtime(Limits {
+        compute_ms: 300,
+        max_wall_ms: 5_000,
+        max_output_bytes: 1_000,
+        ..Limits::default()
+    });
+    for (program, kind, message) in [
+        ("for (;;) {}", FailureKind::Timeout, "compute budget exhausted (300ms"),
+        (
+            "await new Promise(() => {})",
+            FailureKind::Timeout,
+            "wall-clock ceiling reached (5000ms)",
+        ),
+        ("for (;;) console.log('x'.repeat(100))", FailureKind::OutputLimit, ""),
+        ("return 'x'.repeat(2000)", FailureKind::OutputLimit, ""),
+    ] {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let error = result.error().unwrap_or_else(|| panic!("{program}: {}", result.to_json()));
+        assert_eq!(error.kind(), kind, "{program}: {}", result.to_json());
+        assert!(error.message().contains(message), "{program}: {}", error.message());
+    }
+    // The output before the stop is kept.
+    let result = run_on(&runtime, CodeRunRequest::new("console.log('before'); for (;;) {}"));
+    assert_eq!(result.logs(), ["before"]);
+}
+
+#[test]
+fn a_v8_fatal_error_ends_the_run_as_worker_exit_saying_so_and_the_next_runs() {
+    // An array longer than V8's longest is a fatal "invalid size" error V8 cannot survive (it
+    // crashes without calling any handler); in-process it would end the host.
+    let runtime = process_runtime(Limits { max_memory_mb: 512, ..Limits::default() });
+    let before = rss_mib();
+    for program in ["'x'.repeat(2 ** 28).split('')", "'x'.repeat(2 ** 28).match(/x/g)"] {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let (kind, message) = failure(&result).unwrap_or_default();
+        assert_eq!(kind, "worker-exit", "{program}: {message}");
+        assert!(
+            message.starts_with(
+                "worker error: V8 fatal error: Fatal JavaScript invalid size error 268435456"
+            ),
+            "{program}: {message}"
+        );
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 2"))), &json!(2));
+    }
+    assert!(rss_mib() < before + 256, "the host grew by {} MiB", rss_mib() - before);
+}
+
+#[test]
+fn memory_attacks_end_the_cell_never_the_host() {
+    // Each of these took the in-process host down, past its budget, or both.
+    let limits = Limits { max_memory_mb: 64, max_wall_ms: 20_000, ..Limits::default() };
+    let runtime = process_runtime(limits);
+    let before = rss_mib();
+    for program in [
+        "'x'.repeat(2 ** 28).split('')",
+        "'x'.repeat(2 ** 28).match(/x/g)",
+        "JSON.parse('[' + '0,'.repeat(2 ** 27) + '0]')",
+        // Flat strings (`repeat` alone makes a rope of a few nodes).
+        "const s = []; for (let i = 0; i < 8; i++) s.push(String.fromCharCode(97 + i).repeat(2 ** 28).toUpperCase()); return s.length",
+        "return 'x'.repeat(2 ** 28).toUpperCase().length",
+        "Array(2 ** 32 - 1).fill(0)",
+    ] {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let (kind, message) = failure(&result).unwrap_or_default();
+        assert!(
+            kind == "worker-exit" || (kind == "exception" && message.starts_with("RangeError")),
+            "{program}: {}",
+            result.to_json()
+        );
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 3"))), &json!(3));
+    }
+    assert!(rss_mib() < before + 256, "the host grew by {} MiB", rss_mib() - before);
+}
+
+#[test]
+fn webassembly_memory_is_inside_the_cells_budget_when_allowed() {
+    let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        limits: Limits { max_memory_mb: 64, ..Limits::default() },
+        allow_wasm: true,
+        isolation: Isolation::Process,
+        cell_executable: Some(env!("CARGO_BIN_EXE_code-runtime-v8-cell").into()),
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    // 1 GiB of pages V8 maps itself, outside the ArrayBuffer allocator, all touched.
+    let program = "const m = new WebAssembly.Memory({ initial: 16384 }); new Uint8Array(m.buffer).fill(1); return m.buffer.byteLength";
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let (kind, message) = failure(&result).unwrap_or_default();
+    assert_eq!(kind, "worker-exit", "{}", result.to_json());
+    assert!(message.contains("64 MB memory budget"), "{message}");
+}
+
+#[test]
+fn an_executable_that_does_not_serve_cells_is_refused_at_construction() {
+    for executable in ["/bin/true", "/bin/sleep", "/nonexistent/cell"] {
+        let error = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+            isolation: Isolation::Process,
+            cell_executable: Some(executable.into()),
+            ..WorkerThreadConfig::default()
+        })
+        .unwrap_err();
+        assert!(matches!(error, WorkerThreadError::Cell { .. }), "{error}");
+        assert!(error.to_string().contains(executable), "{error}");
+    }
+}
+
+#[test]
+fn a_disposed_runtime_ends_its_spare_cell_and_refuses_runs() {
+    let runtime = process_runtime(Limits::default());
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    tokio().block_on(runtime.dispose());
+    let refused = tokio().block_on(runtime.run(CodeRunRequest::new("return 1")));
+    assert!(matches!(refused, Err(code_runtime::ContractError::Disposed)), "{refused:?}");
+}
