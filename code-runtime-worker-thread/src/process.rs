@@ -6,7 +6,7 @@
 //! compute budget counts every thread of the cell (V8's own included); the cell's memory is
 //! watched as a whole; and the program's V8 sees no file, no network and no other process.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -360,6 +360,7 @@ impl Launched {
             fatal: None,
             logs: Vec::new(),
             ended: false,
+            seen: HashSet::new(),
         }
     }
 }
@@ -384,6 +385,8 @@ pub(crate) struct CellSubstrate {
     logs: Vec<String>,
     /// Whether the cell sent its ending (its last frame: nothing is left to read).
     ended: bool,
+    /// The calls the cell made.
+    seen: HashSet<CallId>,
 }
 
 impl Substrate for CellSubstrate {
@@ -497,6 +500,10 @@ impl CellSubstrate {
                 }
             };
             match wire::from_cell(&payload, self.limits.max_memory_mb) {
+                // Each id is answered once; a repeated one (a compromised cell's) is ignored.
+                Ok(FromCell::Event(Event::Call { id, args, .. })) if !self.seen.insert(id) => {
+                    drop(args);
+                }
                 Ok(FromCell::Event(event)) => {
                     self.ended |= matches!(event, Event::Ended(_));
                     return Some(event);

@@ -138,7 +138,13 @@ fn test_binaries() -> Result<Vec<Binary>, String> {
     let output = toolchain::cargo_output(&args)?;
     let mut binaries = Vec::new();
     for line in output.lines() {
-        if !line.contains(r#""reason":"compiler-artifact""#) || !line.contains(r#""test":true"#) {
+        // A test harness, not a binary target built for the integration tests: its *profile*
+        // is a test one (the target's own `"test":true` only says it may be tested).
+        let profile = line.find(r#""profile":{"#).map(|start| &line[start..]);
+        let profile = profile.and_then(|rest| rest.find('}').map(|end| &rest[..end]));
+        if !line.contains(r#""reason":"compiler-artifact""#)
+            || !profile.is_some_and(|profile| profile.contains(r#""test":true"#))
+        {
             continue;
         }
         let (Some(executable), Some(manifest)) =
