@@ -79,7 +79,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
             let mut figures = tokio.block_on(measure(&runtime, samples, quick));
             figures["trivial_run_ms"]["mode"] = json!(match isolation {
                 Isolation::Thread => "a fresh isolate per run on a thread of this process",
-                _ => "a fresh isolate per run in a fresh cell (one started ahead), back to back",
+                _ => "a fresh isolate per run in a fresh cell (two started ahead), back to back",
             });
             if isolation == Isolation::Process {
                 let (p50, p99) = tokio.block_on(trivial_runs(&runtime, samples / 3, WARM_PAUSE));

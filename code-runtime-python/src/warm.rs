@@ -42,7 +42,7 @@ impl WarmCell {
     pub(crate) fn new(launcher: Arc<Launcher>) -> Self {
         let starter = launcher.clone();
         let spare = Spare::new(
-            launcher.config.warm_cell,
+            usize::from(launcher.config.warm_cell),
             move || {
                 let launcher = starter.clone();
                 Box::pin(async move {

@@ -49,9 +49,9 @@ pub struct WorkerThreadConfig {
     /// `process` isolation: the layers of the cells, and whether one this machine cannot give is
     /// a construction error (`sandbox.require`, the default).
     pub sandbox: SandboxOptions,
-    /// `process` isolation: keep one cell started ahead of the next run, its V8 initialised and
-    /// waiting (default `true`), so a run does not wait for a process to start. It serves one run;
-    /// the next is started as it is taken, and `dispose` ends it.
+    /// `process` isolation: keep two cells started ahead of the next runs, their isolates made
+    /// and waiting (default `true`), so a run does not wait for a process to start. Each serves
+    /// one run; the next is started as one is taken, and `dispose` ends them.
     pub warm_cell: bool,
     /// `process` isolation: a directory where what this machine's kernel gives the sandbox is
     /// remembered between processes (default `None`: probed once per process, a few

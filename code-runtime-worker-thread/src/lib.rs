@@ -35,7 +35,7 @@
 //! `"x".repeat(2 ** 28).split("")`) aborts the host. [`Isolation::Process`] runs each isolate in
 //! a sandbox cell of its own (no files, no network, seccomp, Landlock; docs/security.md): a V8
 //! fatal error ends that run as `worker-exit`, saying what V8 said, and the next run gets a fresh
-//! cell; one cell is started ahead of the next run. A cell runs an executable that calls
+//! cell; two cells are started ahead of the next runs. A cell runs an executable that calls
 //! [`serve_cell_if_asked`] first in `main`: the host's own (the default), or a helper such as
 //! this crate's `code-runtime-v8-cell` binary ([`WorkerThreadConfig::cell_executable`]).
 //!
