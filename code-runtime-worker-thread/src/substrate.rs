@@ -32,6 +32,8 @@ pub(crate) struct IsolateSubstrate {
     termination: Arc<Termination>,
     cpu_clock: Arc<OnceLock<CpuClock>>,
     thread: Option<JoinHandle<()>>,
+    /// Whether the isolate sent its ending (its last event).
+    ended: bool,
 }
 
 /// Strips the program and makes what its isolate is built from, in either isolation mode. A
@@ -88,13 +90,23 @@ pub(crate) fn start(shape: Shape, program: Program) -> Result<IsolateSubstrate, 
         isolate::prepare(setup).run(program, Outbox::Thread(host), Inbox::Thread(inbox_rx));
     })
     .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
-    Ok(IsolateSubstrate { events, inbox, termination, cpu_clock, thread: Some(thread) })
+    Ok(IsolateSubstrate {
+        events,
+        inbox,
+        termination,
+        cpu_clock,
+        thread: Some(thread),
+        ended: false,
+    })
 }
 
 impl Substrate for IsolateSubstrate {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
         match self.events.poll_recv(cx) {
-            Poll::Ready(Some(event)) => Poll::Ready(event),
+            Poll::Ready(Some(event)) => {
+                self.ended |= matches!(event, Event::Ended(_));
+                Poll::Ready(event)
+            }
             // The thread ended without a word: it panicked.
             Poll::Ready(None) => Poll::Ready(Event::Ended(Ending::Failed(
                 "the isolate thread stopped unexpectedly".to_owned(),
@@ -118,6 +130,21 @@ impl Substrate for IsolateSubstrate {
     }
 
     fn teardown(mut self, ending: Ending) -> BoxFuture<'static, Teardown> {
+        if self.ended {
+            // The isolate sent its ending, its last event: the result need not wait while the
+            // thread disposes of the isolate (a few hundred microseconds), only the run's slot.
+            let cleanup: BoxFuture<'static, ()> = Box::pin(async move {
+                while self.events.recv().await.is_some() {}
+                // The thread dropped its end of the channel as its last act: joining costs
+                // microseconds.
+                if let Some(thread) = self.thread.take() {
+                    let _ = thread.join();
+                }
+            });
+            return Box::pin(async move {
+                Teardown { ending, logs: Vec::new(), cleanup: Some(cleanup) }
+            });
+        }
         Box::pin(async move {
             // The thread drops its end of the channel as its last act, after disposing of the
             // isolate; what it printed before stopping is still the program's output.
