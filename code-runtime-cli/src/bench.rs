@@ -78,7 +78,8 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
             let runtime: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
             let mut figures = tokio.block_on(measure(&runtime, samples, quick));
             figures["trivial_run_ms"]["mode"] = json!(match isolation {
-                Isolation::Thread => "a fresh isolate per run on a thread of this process",
+                Isolation::Thread =>
+                    "a fresh isolate per run on a thread of this process (two made ahead), back to back",
                 _ => "a fresh isolate per run in a fresh cell (two started ahead), back to back",
             });
             if isolation == Isolation::Process {

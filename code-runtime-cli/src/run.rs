@@ -176,8 +176,8 @@ fn provider(
                 limits,
                 isolation,
                 // This executable serves the cells (`main` calls `serve_cell_if_asked`); one run,
-                // then exit, so no cell is started ahead.
-                warm_cell: false,
+                // then exit, so nothing is started ahead.
+                warm: false,
                 machine_cache: code_runtime_sandbox::cache::user_dir(),
                 ..WorkerThreadConfig::default()
             };

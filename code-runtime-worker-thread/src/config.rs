@@ -49,10 +49,12 @@ pub struct WorkerThreadConfig {
     /// `process` isolation: the layers of the cells, and whether one this machine cannot give is
     /// a construction error (`sandbox.require`, the default).
     pub sandbox: SandboxOptions,
-    /// `process` isolation: keep two cells started ahead of the next runs, their isolates made
-    /// and waiting (default `true`), so a run does not wait for a process to start. Each serves
-    /// one run; the next is started as one is taken, and `dispose` ends them.
-    pub warm_cell: bool,
+    /// Keep two isolates started ahead of the next runs, made and waiting on their threads
+    /// (`thread`) or in their cells (`process`) (default `true`), so a run under the provider's
+    /// limits does not wait for an isolate to be made (about 2 ms) or a process to start. Each
+    /// serves one run; the next is started as one is taken, and `dispose` ends them. A one-shot
+    /// host that runs one program and exits gains nothing from it.
+    pub warm: bool,
     /// `process` isolation: a directory where what this machine's kernel gives the sandbox is
     /// remembered between processes (default `None`: probed once per process, a few
     /// milliseconds).
@@ -69,7 +71,7 @@ impl Default for WorkerThreadConfig {
             isolation: Isolation::default(),
             cell_executable: None,
             sandbox: SandboxOptions::default(),
-            warm_cell: true,
+            warm: true,
             machine_cache: None,
         }
     }

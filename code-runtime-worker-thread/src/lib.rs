@@ -35,7 +35,7 @@
 //! `"x".repeat(2 ** 28).split("")`) aborts the host. [`Isolation::Process`] runs each isolate in
 //! a sandbox cell of its own (no files, no network, seccomp, Landlock; docs/security.md): a V8
 //! fatal error ends that run as `worker-exit`, saying what V8 said, and the next run gets a fresh
-//! cell; two cells are started ahead of the next runs. A cell runs an executable that calls
+//! cell. A cell runs an executable that calls
 //! [`serve_cell_if_asked`] first in `main`: the host's own (the default), or a helper such as
 //! this crate's `code-runtime-v8-cell` binary ([`WorkerThreadConfig::cell_executable`]).
 //!
@@ -58,8 +58,10 @@
 //!   `ArrayBuffer`, a typed array) fails inside the program as a catchable `RangeError`; a program
 //!   that fills its heap ends as `worker-exit` (`out of memory`). A cell is also stopped once its
 //!   private memory passes the budget plus 96 MiB (V8's own share).
-//! - An isolate is never reused: every run creates one (a trivial run costs a few milliseconds in
-//!   all on a 2-core machine, in either mode when the cell was started ahead).
+//! - An isolate is never reused: every run gets a fresh one. Two are made ahead of the next runs
+//!   ([`WorkerThreadConfig::warm`]), on their threads or in their cells, so a trivial run costs
+//!   well under a millisecond in-process and a few milliseconds in a cell on a 2-core machine;
+//!   a run under tightened limits makes its own (about 2 ms more).
 //! - Whatever a program hands the host (a result, a `console` line, a call's argument, a thrown
 //!   value's text) is walked iteratively and charged as it is copied: results and lines against
 //!   the output budget, arguments and pending calls against the memory budget. The deadlines
@@ -87,7 +89,9 @@ use std::path::PathBuf;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use code_runtime::provider::{CallId, Ending, Event, Host, Substrate, Teardown, async_trait};
+use code_runtime::provider::{
+    CallId, Ending, Event, Host, Spare, Substrate, Teardown, async_trait,
+};
 use code_runtime::{
     BindingError, CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError,
     JsonValue, Limits,
@@ -130,6 +134,8 @@ pub struct WorkerThreadCodeRuntime {
     config: WorkerThreadConfig,
     host: Host,
     cells: Option<process::Cells>,
+    /// `thread` isolation: isolate threads started ahead of the next runs.
+    ready: Spare<substrate::Ready>,
 }
 
 impl WorkerThreadCodeRuntime {
@@ -146,7 +152,14 @@ impl WorkerThreadCodeRuntime {
             Isolation::Thread => None,
             Isolation::Process => Some(process::Cells::new(&config)?),
         };
-        Ok(Self { config, host, cells })
+        let shape = substrate::shape(&config, &config.limits);
+        let warm = config.warm && cells.is_none();
+        let ready = Spare::new(
+            if warm { WARM } else { 0 },
+            move || Box::pin(async move { substrate::ready(shape).ok() }),
+            |ready| Box::pin(ready.discard()),
+        );
+        Ok(Self { config, host, cells, ready })
     }
 
     /// The configuration in force.
@@ -158,6 +171,28 @@ impl WorkerThreadCodeRuntime {
     /// isolation, where there are none.
     pub fn containment(&self) -> Option<Containment> {
         self.cells.as_ref().map(process::Cells::containment)
+    }
+}
+
+/// Isolates (`thread`) or cells (`process`) started ahead of the next runs. Two: runs back to
+/// back then find one ready while the next is made on the other core (making an isolate takes
+/// longer than a trivial run).
+pub(crate) const WARM: usize = 2;
+
+impl WorkerThreadCodeRuntime {
+    /// `thread` isolation: a run's isolate thread, one started ahead when it fits.
+    async fn thread(
+        &self,
+        shape: isolate::Shape,
+        program: isolate::Program,
+    ) -> Result<substrate::IsolateSubstrate, Ending> {
+        // Only a run under the provider's own limits takes one (its heap limit is set).
+        let fits = shape == substrate::shape(&self.config, &self.config.limits);
+        let ready = match if fits { self.ready.take().await } else { None } {
+            Some(ready) => ready,
+            None => substrate::ready(shape)?,
+        };
+        Ok(ready.start(program))
     }
 }
 
@@ -192,7 +227,7 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
                 let shape = substrate::shape(&self.config, &limits);
                 let program = substrate::program(start)?;
                 match &self.cells {
-                    None => substrate::start(shape, program).map(Isolate::Thread),
+                    None => self.thread(shape, program).await.map(Isolate::Thread),
                     Some(cells) => cells
                         .start(shape, program, limits)
                         .await
@@ -204,6 +239,7 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
 
     async fn dispose(&self) {
         self.host.dispose().await;
+        self.ready.close().await;
         if let Some(cells) = &self.cells {
             cells.close().await;
         }

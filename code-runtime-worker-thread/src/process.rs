@@ -55,10 +55,6 @@ const DRAIN_WITHIN: Duration = Duration::from_secs(1);
 /// How long construction waits for a trial cell to run `return 1`.
 const CHECK_WITHIN: Duration = Duration::from_secs(20);
 
-/// Cells started ahead of the next runs. Two: runs back to back then find a cell ready while the
-/// next starts on the other core (a cell takes longer to start than a trivial run to end).
-const WARM_CELLS: usize = 2;
-
 /// How many frames one poll reads before yielding to the host loop's other branches.
 const FRAMES_PER_POLL: usize = 64;
 
@@ -109,7 +105,7 @@ impl Cells {
         }
         let starter = launcher.clone();
         let spare = Spare::new(
-            if config.warm_cell { WARM_CELLS } else { 0 },
+            if config.warm { crate::WARM } else { 0 },
             move || {
                 let launcher = starter.clone();
                 Box::pin(

@@ -1,5 +1,5 @@
-//! The host side of one run: strip the program, start its isolate thread, and drive it as the
-//! host loop's [`Substrate`].
+//! The host side of one run in this process: strip the program, start its isolate thread (or
+//! take one started ahead, see [`Ready`]), and drive it as the host loop's [`Substrate`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
@@ -77,27 +77,88 @@ pub(crate) fn shape(config: &WorkerThreadConfig, limits: &Limits) -> Shape {
     }
 }
 
-/// Starts `program`'s isolate thread in this process.
-pub(crate) fn start(shape: Shape, program: Program) -> Result<IsolateSubstrate, Ending> {
+/// An isolate thread started ahead of its program: it makes its isolate at once, then waits for
+/// the run (see [`Ready::start`]). Used by one run at most.
+pub(crate) struct Ready {
+    handoff: std_mpsc::SyncSender<(Program, Outbox, Inbox)>,
+    termination: Arc<Termination>,
+    cpu_clock: Arc<OnceLock<CpuClock>>,
+    /// `None` once handed to a run's substrate or joined.
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ready").finish_non_exhaustive()
+    }
+}
+
+/// Starts an isolate thread of `shape` in this process.
+pub(crate) fn ready(shape: Shape) -> Result<Ready, Ending> {
     let setup = Setup::new(shape);
     let termination = setup.termination.clone();
     let cpu_clock = setup.cpu_clock.clone();
-    let (host, events) = unbounded_channel();
-    let (inbox, inbox_rx) = std_mpsc::channel();
+    let (handoff, waiting) = std_mpsc::sync_channel::<(Program, Outbox, Inbox)>(1);
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = format!("code-runtime-v8-{}", NEXT.fetch_add(1, Ordering::Relaxed));
     let thread = platform::spawn_isolate_thread(name, move || {
-        isolate::prepare(setup).run(program, Outbox::Thread(host), Inbox::Thread(inbox_rx));
+        let prepared = isolate::prepare(setup);
+        // No program: the isolate was not needed (the provider was disposed); it is disposed of.
+        if let Ok((program, host, inbox)) = waiting.recv() {
+            prepared.run(program, host, inbox);
+        }
     })
     .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
-    Ok(IsolateSubstrate {
-        events,
-        inbox,
-        termination,
-        cpu_clock,
-        thread: Some(thread),
-        ended: false,
-    })
+    Ok(Ready { handoff, termination, cpu_clock, thread: Some(thread) })
+}
+
+impl Ready {
+    /// Hands `program` to the thread: the run's substrate.
+    pub(crate) fn start(mut self, program: Program) -> IsolateSubstrate {
+        let (host, events) = unbounded_channel();
+        let (inbox, inbox_rx) = std_mpsc::channel();
+        // A thread that is gone (it panicked) closes `events`: the run ends as a failure.
+        let _ = self.handoff.send((program, Outbox::Thread(host), Inbox::Thread(inbox_rx)));
+        IsolateSubstrate {
+            events,
+            inbox,
+            termination: self.termination.clone(),
+            cpu_clock: self.cpu_clock.clone(),
+            thread: self.thread.take(),
+            ended: false,
+        }
+    }
+
+    /// Ends the thread unused and joins it.
+    pub(crate) async fn discard(mut self) {
+        if let Some(joined) = self.end() {
+            let _ = joined.await;
+        }
+    }
+
+    /// Tells an unused thread to end, and joins it off the caller's thread (disposing of an
+    /// isolate takes a moment).
+    fn end(&mut self) -> Option<tokio::task::JoinHandle<std::thread::Result<()>>> {
+        let thread = self.thread.take()?;
+        // The thread's `recv` fails once the sender is gone (replaced by one nobody holds).
+        drop(std::mem::replace(&mut self.handoff, std_mpsc::sync_channel(0).0));
+        match reactor::handle() {
+            Ok(reactor) => Some(reactor.spawn_blocking(move || thread.join())),
+            // No reactor (the process is out of threads): join here.
+            Err(_) => {
+                let _ = thread.join();
+                None
+            }
+        }
+    }
+}
+
+/// A `Ready` nobody took or discarded (its provider was dropped) still ends its thread, joined
+/// in the background.
+impl Drop for Ready {
+    fn drop(&mut self) {
+        drop(self.end());
+    }
 }
 
 impl Substrate for IsolateSubstrate {

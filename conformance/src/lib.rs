@@ -126,8 +126,8 @@ pub async fn run(case: &Case, isolation: &Isolation) -> CaseRun {
                 limits,
                 isolation,
                 cell_executable,
-                // One run per provider: a cell started ahead would only be thrown away.
-                warm_cell: false,
+                // One run per provider: an isolate started ahead would only be thrown away.
+                warm: false,
                 ..WorkerThreadConfig::default()
             };
             Arc::new(WorkerThreadCodeRuntime::new(config).expect("the provider starts"))
