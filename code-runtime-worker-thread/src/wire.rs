@@ -66,7 +66,7 @@ fn prefixed(text: String) -> Vec<u8> {
 /// An event of the isolate as a frame.
 pub(crate) fn event(event: Event) -> Vec<u8> {
     frame(match event {
-        Event::Log(line) => json!({ "log": line }),
+        Event::Log(line) => object("log", JsonValue::String(line)),
         Event::Call { id, function, args } => object(
             "call",
             object_of([
@@ -85,11 +85,11 @@ fn ending_value(ending: Ending) -> JsonValue {
     match ending {
         Ending::Completed(None) => json!("undefined"),
         Ending::Completed(Some(value)) => object("value", value),
-        Ending::Threw(text) => json!({ "threw": text }),
+        Ending::Threw(text) => object("threw", JsonValue::String(text)),
         Ending::InvalidOutput => json!("invalid-output"),
         Ending::Stopped(StopReason::OutputExceeded) => json!("output-limit"),
         Ending::Stopped(StopReason::OutOfMemory { .. }) => json!("out-of-memory"),
-        Ending::Failed(text) => json!({ "failed": text }),
+        Ending::Failed(text) => object("failed", JsonValue::String(text)),
         other => json!({ "failed": format!("the isolate ended as {other:?}") }),
     }
 }
@@ -149,7 +149,8 @@ pub(crate) fn settle(call: CallId, outcome: Result<JsonValue, BindingError>) -> 
 }
 
 /// `{key: value}`, moving `value` in. (`json!` would serialize an interpolated value into a
-/// copy, recursively: a deep value would overflow the stack.)
+/// copy, recursively: a deep value would overflow the stack, and a line of the whole output
+/// budget would be copied once more.)
 fn object(key: &str, value: JsonValue) -> JsonValue {
     object_of([(key, value)])
 }
