@@ -172,3 +172,65 @@ fn a_disposed_runtime_ends_its_spare_cell_and_refuses_runs() {
     let refused = tokio().block_on(runtime.run(CodeRunRequest::new("return 1")));
     assert!(matches!(refused, Err(code_runtime::ContractError::Disposed)), "{refused:?}");
 }
+
+/// The processes whose command line names `executable`.
+fn processes_of(executable: &std::path::Path) -> Vec<String> {
+    let wanted = executable.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let argv0 = cmdline.split(|&byte| byte == 0).next()?;
+            (argv0 == wanted.as_bytes()).then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn no_cell_outlives_its_runtime() {
+    // A name of the cell executable only this test uses, so cells of tests running beside it do
+    // not count.
+    let original = env!("CARGO_BIN_EXE_code-runtime-v8-cell");
+    let executable =
+        std::env::temp_dir().join(format!("code-runtime-v8-cell-leak-test-{}", std::process::id()));
+    let _ = std::fs::remove_file(&executable);
+    // A link where the file system allows one (an unprivileged user may not link root's file).
+    if std::fs::hard_link(original, &executable).is_err() {
+        std::fs::copy(original, &executable).unwrap();
+    }
+    let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        limits: Limits { compute_ms: 300, max_wall_ms: 2_000, ..Limits::default() },
+        isolation: Isolation::Process,
+        cell_executable: Some(executable.clone()),
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    let cancelled = code_runtime::CancellationToken::new();
+    cancelled.cancel();
+    for request in [
+        CodeRunRequest::new("return 1"),
+        CodeRunRequest::new("for (;;) {}"),
+        CodeRunRequest::new("await new Promise(() => {})"),
+        CodeRunRequest::new("'x'.repeat(2 ** 28).split('')"),
+        CodeRunRequest::new("await tools.never()").binding(tools().function("never", never())),
+        CodeRunRequest { signal: Some(cancelled.clone()), ..CodeRunRequest::new("for (;;) {}") },
+    ] {
+        let _ = tokio().block_on(runtime.run(request));
+    }
+    // A run dropped mid-flight, then disposal: every cell, spares included, is killed and reaped.
+    let dropped = tokio().block_on(async {
+        tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            runtime.run(CodeRunRequest::new("for (;;) {}")),
+        )
+        .await
+    });
+    assert!(dropped.is_err(), "the run was dropped while it ran");
+    assert!(!processes_of(&executable).is_empty(), "the spares are cells of this executable");
+    tokio().block_on(runtime.dispose());
+    let left = processes_of(&executable);
+    let _ = std::fs::remove_file(&executable);
+    assert!(left.is_empty(), "cells left after dispose: {left:?}");
+}
