@@ -96,6 +96,11 @@ pub struct Cell {
     /// The work directory on the host's file system, without namespaces; removed with the cell.
     host_work_dir: Option<PathBuf>,
     exit: Option<CellExit>,
+    /// The host killed the cell while its init ran. The init may still exit on its own in the
+    /// window between the worker's kill and its own (reporting `128 + SIGKILL` for the worker):
+    /// the exit is reported as [`CellExit::Killed`] either way, so a host kill never reads as
+    /// the program's status (a CPU-limit kill, say).
+    killed_by_host: bool,
 }
 
 impl Cell {
@@ -116,10 +121,13 @@ impl Cell {
 
     /// Ends the cell: kills the program and the init, and with it (in a PID namespace) every
     /// process of the cell. Idempotent.
-    pub fn kill(&self) {
-        if self.exit.is_some() {
+    pub fn kill(&mut self) {
+        // An init that already ended holds the program's status (a host waits for it on
+        // purpose, to read it): the kill has nothing to end and does not replace that status.
+        if self.exit.is_some() || self.killed_by_host || self.has_ended() {
             return;
         }
+        self.killed_by_host = true;
         for pidfd in self.worker.iter().chain([&self.pidfd]) {
             // SAFETY: pidfd_send_signal on a pidfd we own; no siginfo. A pidfd cannot reach a
             // recycled pid.
@@ -135,6 +143,11 @@ impl Cell {
         }
     }
 
+    /// Whether the init has ended (reaped or not), without reaping it.
+    fn has_ended(&self) -> bool {
+        wait(&self.pidfd, libc::WNOHANG | libc::WNOWAIT).is_ok_and(|exit| exit.is_some())
+    }
+
     /// Reaps the cell if it has ended.
     ///
     /// # Errors
@@ -144,11 +157,7 @@ impl Cell {
         if let Some(exit) = self.exit {
             return Ok(Some(exit));
         }
-        let exit = wait(&self.pidfd, libc::WNOHANG)?;
-        if exit.is_some() {
-            self.exit = exit;
-            self.cleanup();
-        }
+        let exit = wait(&self.pidfd, libc::WNOHANG)?.map(|exit| self.reaped(exit));
         Ok(exit)
     }
 
@@ -164,9 +173,7 @@ impl Cell {
             return Ok(exit);
         }
         let exit = wait(&self.pidfd, 0)?.ok_or_else(|| io::Error::other("waitid found no exit"))?;
-        self.exit = Some(exit);
-        self.cleanup();
-        Ok(exit)
+        Ok(self.reaped(exit))
     }
 
     /// Waits up to `within` for the cell to end, blocking this thread (for synchronous
@@ -226,6 +233,14 @@ impl Cell {
         }
         let used = (stat.f_blocks as u64).saturating_sub(stat.f_bfree as u64);
         used.saturating_mul(stat.f_bsize as u64)
+    }
+
+    /// Records the exit of the reaped init and removes the host work directory.
+    fn reaped(&mut self, exit: CellExit) -> CellExit {
+        let exit = if self.killed_by_host { CellExit::Killed(libc::SIGKILL) } else { exit };
+        self.exit = Some(exit);
+        self.cleanup();
+        exit
     }
 
     fn cleanup(&mut self) {
@@ -465,6 +480,7 @@ pub(crate) fn start(
         plan: plan.clone(),
         host_work_dir,
         exit: None,
+        killed_by_host: false,
     };
     if user_namespace && root {
         if let Err(error) = write_maps(cell.pid, outer) {

@@ -2,7 +2,7 @@
 //! write, reach and leave behind. Every test runs as root and as an unprivileged user in CI.
 
 use std::io::{BufRead, Read};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -343,6 +343,31 @@ time.sleep(60)
     cell.kill();
     assert_eq!(wait(&mut cell, Duration::from_secs(10)), CellExit::Killed(libc::SIGKILL));
     assert!(processes_in(namespace).is_empty(), "a process of the cell survived");
+}
+
+#[test]
+fn a_host_kill_reads_as_a_kill_and_never_replaces_a_status_the_init_left() {
+    // A kill races the init: it may reap the killed worker and exit with `128 + SIGKILL` before
+    // its own SIGKILL lands. Whichever wins, the host reads its own kill, never a program status
+    // (which, near the CPU budget, would read as the CPU limit).
+    for _ in 0..20 {
+        let plan = plan(Options::default(), "import time; print('up', flush=True); time.sleep(30)");
+        let (mut cell, stdout, _stderr) = start(&plan, CellLimits::new(256 << 20, 10));
+        std::io::BufReader::new(stdout).read_line(&mut String::new()).unwrap();
+        cell.kill();
+        let exit = wait(&mut cell, Duration::from_secs(10));
+        assert_eq!(exit, CellExit::Killed(libc::SIGKILL));
+        assert!(!exit.by_cpu_limit(Duration::from_secs(10), Duration::from_secs(10)));
+    }
+    // An init that already ended holds the program's status; a kill before the reap keeps it
+    // (a host that waited for the exit reads it, then kills to be sure).
+    let plan = plan(Options::default(), "import os; os._exit(128 + 9)");
+    let (mut cell, _stdout, _stderr) = start(&plan, CellLimits::new(256 << 20, 10));
+    let mut ended = libc::pollfd { fd: cell.pidfd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll on one pidfd we hold.
+    assert_eq!(unsafe { libc::poll(&mut ended, 1, 10_000) }, 1, "the init ended");
+    cell.kill();
+    assert_eq!(wait(&mut cell, Duration::from_secs(10)), CellExit::Exited(128 + libc::SIGKILL));
 }
 
 /// Host pids of the processes in the PID namespace `namespace`.
