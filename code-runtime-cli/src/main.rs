@@ -35,7 +35,7 @@ fn one_line(message: &str) -> String {
 
 const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
 [--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
-[--isolation thread|process]\n       \
+[--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
 code-runtime bench [--language typescript|python|all] [--quick] [--json]";
 
 const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
@@ -51,13 +51,18 @@ run options:
                                  behaviours: {\"echo\": true} {\"reply\": JSON} {\"reject\": \"message\"}
                                  {\"command\": [\"prog\", \"arg\"]} (args JSON on stdin, stdout JSON resolves),
                                  each with an optional \"delayMs\": N
-  --limits FILE                  JSON {\"timeoutMs\", \"computeMs\", \"memoryMb\", \"maxOutputBytes\"}; flags override
+  --limits FILE                  JSON {\"timeoutMs\", \"computeMs\", \"memoryMb\", \"maxOutputBytes\", \"maxCalls\",
+                                 \"maxCallsPerFunction\", \"maxPendingCalls\"}; flags override
   --timeout-ms N                 wall-clock ceiling (default 600000)
   --compute-ms N                 CPU budget (default 60000)
   --memory-mb N                  memory budget (default 512)
   --max-output-bytes N           output budget over logs plus value or message (default 67108864)
   --record FILE                  one JSON line per binding call
                                  {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"}
+  --events FILE                  one JSON line per event while the program runs (`-`: stderr): log, call,
+                                 settled, end
+  --max-calls N                  binding calls a run may make (default 10000); more reject
+  --max-pending-calls N          binding calls in flight at once (default 1000); more reject
   --isolation thread|process     TypeScript: process (default) runs the isolate in a sandbox cell,
                                  thread in this process (trusted programs only); Python always
                                  runs in a cell

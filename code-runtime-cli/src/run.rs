@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use code_runtime::{CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Limits};
-use code_runtime_fixtures::{LimitsFile, Recorder, load_bindings, read_program};
+use code_runtime_fixtures::{EventLog, LimitsFile, Recorder, load_bindings, read_program};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
     Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
@@ -24,7 +24,10 @@ struct Args {
     memory_mb: Option<u64>,
     max_output_bytes: Option<u64>,
     record: Option<PathBuf>,
+    events: Option<PathBuf>,
     isolation: Option<String>,
+    max_calls: Option<u64>,
+    max_pending_calls: Option<u64>,
 }
 
 fn parse(args: &[String]) -> Result<Args, Failure> {
@@ -44,11 +47,14 @@ fn parse(args: &[String]) -> Result<Args, Failure> {
             "--bindings" => parsed.bindings = Some(value(arg)?.into()),
             "--limits" => parsed.limits = Some(value(arg)?.into()),
             "--record" => parsed.record = Some(value(arg)?.into()),
+            "--events" => parsed.events = Some(value(arg)?.into()),
             "--isolation" => parsed.isolation = Some(value(arg)?),
             "--timeout-ms" => parsed.timeout_ms = Some(number(arg, value(arg)?)?),
             "--compute-ms" => parsed.compute_ms = Some(number(arg, value(arg)?)?),
             "--memory-mb" => parsed.memory_mb = Some(number(arg, value(arg)?)?),
             "--max-output-bytes" => parsed.max_output_bytes = Some(number(arg, value(arg)?)?),
+            "--max-calls" => parsed.max_calls = Some(number(arg, value(arg)?)?),
+            "--max-pending-calls" => parsed.max_pending_calls = Some(number(arg, value(arg)?)?),
             flag if flag.starts_with("--") => {
                 return Err(Failure::Misuse(format!("unknown option {flag}")));
             }
@@ -73,6 +79,14 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         ),
         None => Recorder::off(),
     };
+    let events = match &args.events {
+        Some(path) if path.as_os_str() == "-" => Some(EventLog::writing(std::io::stderr())),
+        Some(path) => Some(EventLog::writing(
+            std::fs::File::create(path)
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
+        )),
+        None => None,
+    };
     let bindings = match &args.bindings {
         Some(path) => load_bindings(path, &recorder)?,
         None => Vec::new(),
@@ -88,6 +102,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         program,
         bindings,
         signal: Some(signal.clone()),
+        events: events.as_ref().map(EventLog::sink),
         ..CodeRunRequest::default()
     };
     let result = tokio.block_on(async {
@@ -102,6 +117,11 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     if let Some(error) = recorder.write_error() {
         let path =
             args.record.as_deref().map(|path| path.display().to_string()).unwrap_or_default();
+        return Err(Failure::Internal(format!("cannot write {path}: {error}")));
+    }
+    if let Some(error) = events.as_ref().and_then(EventLog::write_error) {
+        let path =
+            args.events.as_deref().map(|path| path.display().to_string()).unwrap_or_default();
         return Err(Failure::Internal(format!("cannot write {path}: {error}")));
     }
     Ok(if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -203,6 +223,9 @@ fn limits(args: &Args) -> Result<Limits, Failure> {
         compute_ms: args.compute_ms,
         memory_mb: args.memory_mb,
         max_output_bytes: args.max_output_bytes,
+        max_calls: args.max_calls,
+        max_pending_calls: args.max_pending_calls,
+        ..LimitsFile::default()
     };
     let limits = flags.apply(file.apply(Limits::default()));
     limits.validate()?;

@@ -7,6 +7,7 @@
 //! - [`LimitsFile`]: a limits file, `timeoutMs`, `computeMs`, `memoryMb`, `maxOutputBytes`.
 //! - [`Recorder`] and [`CallRecord`]: every binding call of a run, structured, and written as the
 //!   command's `--record` lines.
+//! - [`EventLog`]: a run's live events, written as the command's `--events` lines.
 //! - [`read_document`] and [`read_text`]: files read with a size bound and parsed strictly (no
 //!   recursion, no key given twice), so a FIFO, `/dev/zero` or a typo is a clear error.
 //!
@@ -15,11 +16,13 @@
 mod bindings_file;
 mod command;
 mod document;
+mod event_log;
 mod limits_file;
 mod recorder;
 
 pub use crate::bindings_file::{bindings_from_json, load_bindings};
 pub use crate::document::{MAX_DOCUMENT_BYTES, read_document, read_program, read_text};
+pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
 pub use crate::recorder::{CallRecord, Recorder};
 

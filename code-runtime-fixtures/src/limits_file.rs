@@ -7,8 +7,8 @@ use code_runtime::json::{self, JsonValue};
 
 use crate::{FixtureError, read_document};
 
-/// `{"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes"}`, all optional: the budgets a file
-/// sets, applied over a provider's defaults.
+/// `{"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes", "maxCalls", "maxCallsPerFunction",
+/// "maxPendingCalls"}`, all optional: the budgets a file sets, applied over a provider's defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LimitsFile {
     /// `timeoutMs`: the wall clock ([`Limits::max_wall_ms`]).
@@ -19,6 +19,12 @@ pub struct LimitsFile {
     pub memory_mb: Option<u64>,
     /// `maxOutputBytes` ([`Limits::max_output_bytes`]).
     pub max_output_bytes: Option<u64>,
+    /// `maxCalls` ([`Limits::max_calls`]).
+    pub max_calls: Option<u64>,
+    /// `maxCallsPerFunction` ([`Limits::max_calls_per_function`]).
+    pub max_calls_per_function: Option<u64>,
+    /// `maxPendingCalls` ([`Limits::max_pending_calls`]).
+    pub max_pending_calls: Option<u64>,
 }
 
 impl LimitsFile {
@@ -50,9 +56,12 @@ impl LimitsFile {
                 "computeMs" => &mut file.compute_ms,
                 "memoryMb" => &mut file.memory_mb,
                 "maxOutputBytes" => &mut file.max_output_bytes,
+                "maxCalls" => &mut file.max_calls,
+                "maxCallsPerFunction" => &mut file.max_calls_per_function,
+                "maxPendingCalls" => &mut file.max_pending_calls,
                 other => {
                     return Err(FixtureError::new(format!(
-                        "{origin}: unknown limit {} (timeoutMs, computeMs, memoryMb, maxOutputBytes)",
+                        "{origin}: unknown limit {} (timeoutMs, computeMs, memoryMb, maxOutputBytes, maxCalls, maxCallsPerFunction, maxPendingCalls)",
                         json::quote(other)
                     )));
                 }
@@ -69,6 +78,11 @@ impl LimitsFile {
             compute_ms: self.compute_ms.unwrap_or(limits.compute_ms),
             max_memory_mb: self.memory_mb.unwrap_or(limits.max_memory_mb),
             max_output_bytes: self.max_output_bytes.unwrap_or(limits.max_output_bytes),
+            max_calls: self.max_calls.unwrap_or(limits.max_calls),
+            max_calls_per_function: self
+                .max_calls_per_function
+                .unwrap_or(limits.max_calls_per_function),
+            max_pending_calls: self.max_pending_calls.unwrap_or(limits.max_pending_calls),
         }
     }
 }

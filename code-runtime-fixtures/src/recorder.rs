@@ -181,7 +181,8 @@ impl Recorder {
 }
 
 /// A duration in milliseconds as a JSON number, to the microsecond.
-fn milliseconds(duration: Duration) -> String {
+/// A duration in milliseconds, to the microsecond, as a JSON number.
+pub(crate) fn milliseconds(duration: Duration) -> String {
     let rounded = (duration.as_secs_f64() * 1e6).round() / 1e3;
     json::encode(&JsonValue::Number(json::number_from_f64(rounded).unwrap_or_else(|_| 0.into())))
 }

@@ -136,7 +136,7 @@ impl PythonCodeRuntime {
     /// sandbox layer required but missing.
     pub fn new(config: PythonConfig) -> Result<Self, PythonError> {
         config.validate()?;
-        let host = Host::new(config.limits, config.max_concurrent_runs)?;
+        let host = Host::new("python", "process", config.limits, config.max_concurrent_runs)?;
         let probe = probe::probe(&config)?;
         let cell = cell::PythonCell::new(&probe, &config)?;
         let warm = warm::WarmCell::new(std::sync::Arc::new(warm::Launcher { config, probe, cell }));
@@ -188,7 +188,7 @@ impl CodeRuntime for PythonCodeRuntime {
     }
 
     fn isolation(&self) -> &str {
-        "process"
+        self.host.isolation()
     }
 
     fn limits(&self) -> &Limits {

@@ -147,7 +147,11 @@ impl WorkerThreadCodeRuntime {
     /// [`WorkerThreadError::Config`] for invalid limits or a zero `max_concurrent_runs`;
     /// [`WorkerThreadError::Sandbox`] and [`WorkerThreadError::Cell`] in `process` isolation.
     pub fn new(config: WorkerThreadConfig) -> Result<Self, WorkerThreadError> {
-        let host = Host::new(config.limits, config.max_concurrent_runs)?;
+        let isolation = match config.isolation {
+            Isolation::Thread => "worker-thread",
+            Isolation::Process => "process",
+        };
+        let host = Host::new("typescript", isolation, config.limits, config.max_concurrent_runs)?;
         let cells = match config.isolation {
             Isolation::Thread => None,
             Isolation::Process => Some(process::Cells::new(&config)?),
@@ -203,10 +207,7 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
     }
 
     fn isolation(&self) -> &str {
-        match self.cells {
-            Some(_) => "process",
-            None => "worker-thread",
-        }
+        self.host.isolation()
     }
 
     fn limits(&self) -> &Limits {

@@ -66,6 +66,7 @@
 mod binding;
 mod context;
 mod error;
+mod event;
 pub mod json;
 mod limits;
 pub mod provider;
@@ -80,6 +81,7 @@ pub use crate::binding::{
 };
 pub use crate::context::Context;
 pub use crate::error::{ConfigError, ContextError, ContractError};
+pub use crate::event::{EventSink, RunEvent};
 pub use crate::json::JsonValue;
 pub use crate::limits::Limits;
 pub use crate::request::{CodeRunRequest, RunLimits};

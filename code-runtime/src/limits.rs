@@ -27,6 +27,15 @@ pub struct Limits {
     /// Memory the program may use, in MiB. What that covers differs by provider (V8 heap plus
     /// ArrayBuffer memory; a child's address space); see each provider's docs. Default 512.
     pub max_memory_mb: u64,
+    /// Binding calls a run may make in all. A call over it rejects with a catalogued message and
+    /// data `{"budget": "maxCalls", "limit": N}`, and no host closure runs. Default 10 000.
+    pub max_calls: u64,
+    /// Calls a run may make to any one function (`budget` `"maxCallsPerFunction"`). Default
+    /// 10 000.
+    pub max_calls_per_function: u64,
+    /// Calls a run may have in flight at once (`budget` `"maxPendingCalls"`): a program that
+    /// starts calls in a loop without awaiting them meets it. Default 1 000.
+    pub max_pending_calls: u64,
 }
 
 impl Limits {
@@ -50,6 +59,9 @@ impl Limits {
             ("max_wall_ms", self.max_wall_ms),
             ("max_output_bytes", self.max_output_bytes),
             ("max_memory_mb", self.max_memory_mb),
+            ("max_calls", self.max_calls),
+            ("max_calls_per_function", self.max_calls_per_function),
+            ("max_pending_calls", self.max_pending_calls),
         ] {
             if value == 0 {
                 return Err(ConfigError::new(key, "must be a positive number", value));
@@ -109,6 +121,17 @@ impl Limits {
                 self.max_output_bytes,
             )?,
             max_memory_mb: tightened("max_memory_mb", request.max_memory_mb, self.max_memory_mb)?,
+            max_calls: tightened("max_calls", request.max_calls, self.max_calls)?,
+            max_calls_per_function: tightened(
+                "max_calls_per_function",
+                request.max_calls_per_function,
+                self.max_calls_per_function,
+            )?,
+            max_pending_calls: tightened(
+                "max_pending_calls",
+                request.max_pending_calls,
+                self.max_pending_calls,
+            )?,
         };
         if limits.max_output_bytes < OutputLedger::MIN_MAX_OUTPUT_BYTES as u64 {
             return Err(ContractError::InvalidRunLimit {
@@ -128,6 +151,9 @@ impl Default for Limits {
             max_wall_ms: 600_000,
             max_output_bytes: 67_108_864,
             max_memory_mb: 512,
+            max_calls: 10_000,
+            max_calls_per_function: 10_000,
+            max_pending_calls: 1_000,
         }
     }
 }

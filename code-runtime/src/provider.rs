@@ -29,6 +29,7 @@ mod gate;
 mod host;
 mod ledger;
 pub mod reactor;
+mod report;
 mod spare;
 
 pub use crate::binding::BindingFuture;

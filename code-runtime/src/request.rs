@@ -3,6 +3,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::binding::CodeBindingNamespace;
+use crate::event::EventSink;
 
 /// One program to run, the bindings it may call, a token that aborts it, and limits that may
 /// tighten the provider's for this run.
@@ -28,6 +29,8 @@ pub struct CodeRunRequest {
     /// Budgets for this run only. Each one set must be at most the provider's (see
     /// [`CodeRuntime::limits`](crate::CodeRuntime::limits)); unset ones are the provider's.
     pub limits: RunLimits,
+    /// Where the run's live events go ([`RunEvent`](crate::RunEvent)), if anywhere.
+    pub events: Option<EventSink>,
 }
 
 /// Per-request budgets: each `Some` tightens the provider's [`Limits`](crate::Limits) for one run.
@@ -45,6 +48,13 @@ pub struct RunLimits {
     pub max_output_bytes: Option<u64>,
     /// The memory budget, in MiB ([`Limits::max_memory_mb`](crate::Limits::max_memory_mb)).
     pub max_memory_mb: Option<u64>,
+    /// Binding calls in all ([`Limits::max_calls`](crate::Limits::max_calls)).
+    pub max_calls: Option<u64>,
+    /// Calls to any one function
+    /// ([`Limits::max_calls_per_function`](crate::Limits::max_calls_per_function)).
+    pub max_calls_per_function: Option<u64>,
+    /// Calls in flight at once ([`Limits::max_pending_calls`](crate::Limits::max_pending_calls)).
+    pub max_pending_calls: Option<u64>,
 }
 
 impl CodeRunRequest {
@@ -68,6 +78,12 @@ impl CodeRunRequest {
     /// Sets the per-request limits.
     pub fn limits(mut self, limits: RunLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sends the run's live events to `sink`.
+    pub fn events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
         self
     }
 

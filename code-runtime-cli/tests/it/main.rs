@@ -201,6 +201,105 @@ fn record_and_command_bindings() {
 }
 
 #[test]
+fn events_stream_while_the_program_runs_and_a_killed_run_ends_them() {
+    let scratch = Scratch::new("events");
+    let bindings = scratch.write(
+        "bindings.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true},"wait":{"echo":true,"delayMs":60000}}}]}"#,
+    );
+    for (name, program) in [
+        (
+            "events.ts",
+            "console.log('started');\nawait tools.echo({ n: 1 });\nawait tools.wait({});",
+        ),
+        ("events.py", "print('started')\nawait tools.echo({'n': 1})\nawait tools.wait({})"),
+    ] {
+        let program = scratch.write(name, program);
+        let events = scratch.0.join(format!("{name}.jsonl"));
+        let child = binary()
+            .args(["run", &program, "--bindings", &bindings, "--events"])
+            .arg(&events)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The call to `wait` is in the file while the program waits for it.
+        let waiting = r#"{"event":"call","id":2,"namespace":"tools","function":"wait","args":{}}"#;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_to_string(&events).unwrap_or_default().contains(waiting) {
+            assert!(std::time::Instant::now() < deadline, "{name}: no call event while running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: kill has no memory effects; the child is ours and unreaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        let text = std::fs::read_to_string(&events).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The call still in flight is cancelled: it never settles; the stream ends.
+        assert_eq!(lines.len(), 5, "{name}: {text}");
+        assert_eq!(lines[0], r#"{"event":"log","line":"started"}"#, "{name}");
+        assert_eq!(
+            lines[1],
+            r#"{"event":"call","id":1,"namespace":"tools","function":"echo","args":{"n":1}}"#,
+            "{name}"
+        );
+        assert!(lines[2].starts_with(r#"{"event":"settled","id":1,"ok":true,"durationMs":"#));
+        assert_eq!(lines[3], waiting, "{name}");
+        assert_eq!(lines[4], r#"{"event":"end","kind":"abort"}"#, "{name}: {text}");
+    }
+}
+
+#[test]
+fn call_budgets_reject_calls_over_them() {
+    let scratch = Scratch::new("budgets");
+    let bindings = scratch.write(
+        "bindings.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true},"slow":{"echo":true,"delayMs":50}}}]}"#,
+    );
+    let program = scratch.write(
+        "calls.ts",
+        "const seen = [];\nfor (let i = 0; i < 3; i++) {\n  try { seen.push(await tools.echo(i)); } catch (e) { seen.push(e.data.budget); }\n}\nreturn seen;",
+    );
+    let output = run(&["run", &program, "--bindings", &bindings, "--max-calls", "2"]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"value\":[0,1,\"maxCalls\"]}\n",
+        "{}",
+        stderr(&output)
+    );
+    let program = scratch.write(
+        "pending.py",
+        "import asyncio\nout = await asyncio.gather(*[tools.slow(i) for i in range(3)], return_exceptions=True)\nreturn [o if isinstance(o, int) else o.data['budget'] for o in out]",
+    );
+    let output = run(&["run", &program, "--bindings", &bindings, "--max-pending-calls", "2"]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"value\":[0,1,\"maxPendingCalls\"]}\n",
+        "{}",
+        stderr(&output)
+    );
+    let limits = scratch.write("limits.json", r#"{"maxCallsPerFunction": 1}"#);
+    let program = scratch.write(
+        "twice.ts",
+        "await tools.echo(1);\ntry { await tools.echo(2) } catch (e) { return e.message }",
+    );
+    let output = run(&["run", &program, "--bindings", &bindings, "--limits", &limits]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"value\":\"binding \\\"tools.echo\\\" was not called: this run may call it at most once\"}\n"
+    );
+    check_misuse(
+        &run(&["run", &program, "--max-calls", "0"]),
+        "max_calls must be a positive number",
+    );
+    check_misuse(
+        &run(&["run", &program, "--events", "/nonexistent/dir/events.jsonl"]),
+        "cannot write /nonexistent/dir/events.jsonl",
+    );
+}
+
+#[test]
 fn isolation_chooses_where_the_isolate_runs() {
     let scratch = Scratch::new("isolation");
     let program = scratch.write("one.ts", "console.log('one'); return 1");
@@ -270,6 +369,9 @@ fn help_documents_every_flag() {
         "--memory-mb",
         "--max-output-bytes",
         "--record",
+        "--events",
+        "--max-calls",
+        "--max-pending-calls",
         "--isolation",
         "--quick",
         "--json",

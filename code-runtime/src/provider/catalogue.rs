@@ -72,3 +72,28 @@ pub fn panicked(label: &str) -> String {
 pub fn unknown_binding(label: &str) -> String {
     format!("unknown binding {}", json::quote(label))
 }
+
+/// A call over the run's budget of calls in all ([`Limits::max_calls`](crate::Limits::max_calls)).
+pub fn calls_exhausted(label: &str, limit: u64) -> String {
+    format!(
+        "binding {} was not called: this run may make at most {limit} binding calls",
+        json::quote(label)
+    )
+}
+
+/// A call over the run's budget of calls to one function
+/// ([`Limits::max_calls_per_function`](crate::Limits::max_calls_per_function)).
+pub fn function_calls_exhausted(label: &str, limit: u64) -> String {
+    let label = json::quote(label);
+    let times = if limit == 1 { "once" } else { &format!("{limit} times") };
+    format!("binding {label} was not called: this run may call it at most {times}")
+}
+
+/// A call while the run's calls in flight are at their budget
+/// ([`Limits::max_pending_calls`](crate::Limits::max_pending_calls)).
+pub fn too_many_pending(label: &str, limit: u64) -> String {
+    format!(
+        "binding {} was not called: at most {limit} binding calls may be in flight at once (await some first)",
+        json::quote(label)
+    )
+}

@@ -6,12 +6,15 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 
 use crate::binding::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace};
 use crate::json::{self, JsonValue};
+use crate::limits::Limits;
 use crate::provider::{catalogue, reactor};
 
 /// A substrate's name for one call, unique within its run; the host answers it once.
@@ -66,6 +69,11 @@ impl BindingTable {
         self.entry(id).map(|entry| entry.label.as_str())
     }
 
+    /// The namespace's `global` and the function's name.
+    pub fn names(&self, id: FunctionId) -> Option<(&str, &str)> {
+        self.entry(id).map(|entry| (entry.global.as_str(), entry.name.as_str()))
+    }
+
     /// How many functions there are.
     pub fn len(&self) -> usize {
         self.functions.len()
@@ -81,37 +89,96 @@ impl BindingTable {
     }
 }
 
-type Settled = (CallId, Result<JsonValue, BindingError>);
+/// A call that was answered: its id, the (checked) answer, and how long it took.
+pub(crate) struct Settled {
+    pub(crate) id: CallId,
+    pub(crate) outcome: Result<JsonValue, BindingError>,
+    pub(crate) duration: Duration,
+}
 
-/// The binding calls in flight of one run. Dropping it cancels them (drops their futures).
+/// The binding calls in flight of one run, and the run's call budgets. Dropping it cancels the
+/// calls (drops their futures).
 pub(crate) struct Calls {
     table: Arc<BindingTable>,
     in_flight: FuturesUnordered<Pin<Box<dyn Future<Output = Settled> + Send>>>,
+    budget: CallBudget,
+    /// Calls admitted so far, in all and per function.
+    made: u64,
+    made_per_function: Vec<u64>,
+    /// The span every call's span is a child of.
+    run_span: tracing::Span,
+}
+
+/// The call budgets of one run, from its [`Limits`].
+#[derive(Clone, Copy)]
+struct CallBudget {
+    calls: u64,
+    per_function: u64,
+    pending: u64,
 }
 
 impl Calls {
-    pub(crate) fn new(table: Arc<BindingTable>) -> Self {
-        Self { table, in_flight: FuturesUnordered::new() }
+    pub(crate) fn new(table: Arc<BindingTable>, limits: &Limits, run_span: tracing::Span) -> Self {
+        let functions = table.len();
+        Self {
+            table,
+            in_flight: FuturesUnordered::new(),
+            budget: CallBudget {
+                calls: limits.max_calls,
+                per_function: limits.max_calls_per_function,
+                pending: limits.max_pending_calls,
+            },
+            made: 0,
+            made_per_function: vec![0; functions],
+            run_span,
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.in_flight.is_empty()
     }
 
-    /// Starts a call: the host closure runs now, its future is polled with the others.
-    pub(crate) fn start(&mut self, id: CallId, function: FunctionId, args: BindingArgs) {
+    pub(crate) fn table(&self) -> &BindingTable {
+        &self.table
+    }
+
+    /// Calls admitted so far (budget rejections are not calls the host saw).
+    pub(crate) fn made(&self) -> u64 {
+        self.made
+    }
+
+    /// Starts a call: the host closure runs now, inside the call's span, and its future is polled
+    /// with the others. A call the run's budgets refuse, or of a function the table does not
+    /// have, is answered at once: `Err` holds the rejection, and no host closure ran.
+    pub(crate) fn start(
+        &mut self,
+        id: CallId,
+        function: FunctionId,
+        args: BindingArgs,
+    ) -> Result<(), BindingError> {
         let table = self.table.clone();
         let Some(entry) = self.table.entry(function) else {
             // A substrate only names functions it was given; answer a stray id anyway.
-            drop(args);
-            let rejection =
-                BindingError::new(catalogue::unknown_binding(&format!("#{}", function.0)));
-            self.in_flight.push(Box::pin(std::future::ready((id, Err(rejection)))));
-            return;
+            return Err(BindingError::new(catalogue::unknown_binding(&format!("#{}", function.0))));
         };
+        let index = function.0 as usize;
+        self.admit(&entry.label, index)?;
+        self.made += 1;
+        self.made_per_function[index] += 1;
+        let span = tracing::info_span!(
+            parent: &self.run_span,
+            "code_runtime.call",
+            namespace = %entry.global,
+            function = %entry.name,
+            ok = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let started = Instant::now();
         // The closure's synchronous part runs here and may panic as well as its future.
-        let call = std::panic::catch_unwind(AssertUnwindSafe(|| entry.function.call(args)));
-        self.in_flight.push(Box::pin(reactor::in_some_runtime(async move {
+        let call = span
+            .in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| entry.function.call(args))));
+        let in_span = span.clone();
+        let call = async move {
             let outcome = match call {
                 Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
                 Err(panic) => Err(panic),
@@ -120,8 +187,44 @@ impl Calls {
                 Ok(outcome) => outcome,
                 Err(panic) => Err(panicked(&table, function, &*panic)),
             };
-            (id, checked(&table, function, outcome))
-        })));
+            let outcome = checked(&table, function, outcome);
+            let duration = started.elapsed();
+            span.record("ok", outcome.is_ok());
+            span.record("duration_ms", duration.as_secs_f64() * 1e3);
+            Settled { id, outcome, duration }
+        };
+        self.in_flight.push(Box::pin(reactor::in_some_runtime(call.instrument(in_span))));
+        Ok(())
+    }
+
+    /// Whether the budgets admit one more call of the function at `index`; the catalogued
+    /// rejection when they do not.
+    fn admit(&self, label: &str, index: usize) -> Result<(), BindingError> {
+        let refused = |budget: &str, limit: u64, message: String| {
+            Err(BindingError::new(message)
+                .with_data(serde_json::json!({ "budget": budget, "limit": limit })))
+        };
+        let pending = self.in_flight.len() as u64;
+        if self.made >= self.budget.calls {
+            return refused(
+                "maxCalls",
+                self.budget.calls,
+                catalogue::calls_exhausted(label, self.budget.calls),
+            );
+        }
+        if self.made_per_function[index] >= self.budget.per_function {
+            let limit = self.budget.per_function;
+            return refused(
+                "maxCallsPerFunction",
+                limit,
+                catalogue::function_calls_exhausted(label, limit),
+            );
+        }
+        if pending >= self.budget.pending {
+            let limit = self.budget.pending;
+            return refused("maxPendingCalls", limit, catalogue::too_many_pending(label, limit));
+        }
+        Ok(())
     }
 
     /// The next call to settle, checked (see [`checked`]).

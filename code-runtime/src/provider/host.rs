@@ -10,12 +10,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
+use tracing::Instrument;
 
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
 use crate::error::{ConfigError, ContractError};
 use crate::json::JsonValue;
 use crate::limits::Limits;
 use crate::provider::dispatch::Calls;
+use crate::provider::report::RunReport;
 use crate::provider::{
     Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, RunGate, RunPermit,
     StopReason, reactor, validate_bindings,
@@ -120,22 +122,41 @@ pub struct Start {
 pub struct Host {
     gate: RunGate,
     limits: Limits,
+    language: &'static str,
+    isolation: &'static str,
 }
 
 impl Host {
-    /// A host for runs under `limits`, at most `max_concurrent_runs` at a time.
+    /// A host for runs under `limits`, at most `max_concurrent_runs` at a time. `language` and
+    /// `isolation` are what the provider's [`CodeRuntime`](crate::CodeRuntime) answers; every
+    /// run's `tracing` span carries them.
     ///
     /// # Errors
     ///
     /// The first invalid setting.
-    pub fn new(limits: Limits, max_concurrent_runs: usize) -> Result<Self, ConfigError> {
+    pub fn new(
+        language: &'static str,
+        isolation: &'static str,
+        limits: Limits,
+        max_concurrent_runs: usize,
+    ) -> Result<Self, ConfigError> {
         limits.validate()?;
-        Ok(Self { gate: RunGate::new(max_concurrent_runs)?, limits })
+        Ok(Self { gate: RunGate::new(max_concurrent_runs)?, limits, language, isolation })
     }
 
     /// The provider's limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The provider's language, as given to [`new`](Host::new).
+    pub fn language(&self) -> &'static str {
+        self.language
+    }
+
+    /// The provider's isolation, as given to [`new`](Host::new).
+    pub fn isolation(&self) -> &'static str {
+        self.isolation
     }
 
     /// Fails the runs in flight and queued, refuses new ones, and completes once every substrate
@@ -170,44 +191,49 @@ impl Host {
         let mut permit = self.gate.enter()?;
         validate_bindings(&request.bindings)?;
         let limits = self.limits.tighten(&request.limits)?;
-        let ledger = limits.ledger();
-        let CodeRunRequest { program, bindings, signal, .. } = request;
-        let signal = signal.unwrap_or_default();
-        if signal.is_cancelled() {
-            return Ok(ledger.settle(Ending::Stopped(StopReason::Cancelled)));
-        }
-        let wall = match reactor::handle() {
-            Ok(reactor) => {
-                let _context = reactor.enter();
-                Box::pin(tokio::time::sleep_until(
-                    started + Duration::from_millis(limits.max_wall_ms),
-                ))
+        let CodeRunRequest { program, bindings, signal, events, .. } = request;
+        let mut report = RunReport::new(self.language, self.isolation, events, started);
+        let span = report.span().clone();
+        let result = async {
+            let ledger = limits.ledger();
+            let signal = signal.unwrap_or_default();
+            if signal.is_cancelled() {
+                return ledger.settle(Ending::Stopped(StopReason::Cancelled));
             }
-            Err(why) => return Ok(ledger.settle(Ending::Failed(why.to_owned()))),
-        };
-        let mut stops = Stops {
-            cancelled: Box::pin(signal.cancelled_owned()),
-            disposed: Box::pin(self.gate.disposed().clone().cancelled_owned()),
-            wall,
-            limits,
-        };
-        if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
-            return Ok(ledger.settle(Ending::Stopped(reason)));
+            let wall = match reactor::handle() {
+                Ok(reactor) => {
+                    let _context = reactor.enter();
+                    Box::pin(tokio::time::sleep_until(
+                        started + Duration::from_millis(limits.max_wall_ms),
+                    ))
+                }
+                Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
+            };
+            let mut stops = Stops {
+                cancelled: Box::pin(signal.cancelled_owned()),
+                disposed: Box::pin(self.gate.disposed().clone().cancelled_owned()),
+                wall,
+                limits,
+            };
+            if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
+                return ledger.settle(Ending::Stopped(reason));
+            }
+            let table = Arc::new(BindingTable::new(&bindings));
+            let substrate =
+                match start(Start { program, namespaces: bindings, table: table.clone(), limits })
+                    .await
+                {
+                    Ok(substrate) => substrate,
+                    Err(ending) => return ledger.settle(ending),
+                };
+            let running = Running { substrate: Some(substrate), permit: Some(permit) };
+            let calls = Calls::new(table, &limits, report.span().clone());
+            drive(running, calls, ledger, stops, &mut report).await
         }
-        let table = Arc::new(BindingTable::new(&bindings));
-        let substrate = match start(Start {
-            program,
-            namespaces: bindings,
-            table: table.clone(),
-            limits,
-        })
-        .await
-        {
-            Ok(substrate) => substrate,
-            Err(ending) => return Ok(ledger.settle(ending)),
-        };
-        let running = Running { substrate: Some(substrate), permit: Some(permit) };
-        Ok(drive(running, Calls::new(table), ledger, stops).await)
+        .instrument(span)
+        .await;
+        report.finish(&result);
+        Ok(result)
     }
 }
 
@@ -262,6 +288,7 @@ async fn drive<S: Substrate>(
     mut calls: Calls,
     mut ledger: OutputLedger,
     mut stops: Stops,
+    report: &mut RunReport,
 ) -> CodeRunResult {
     let limits = stops.limits;
     let ending = {
@@ -278,8 +305,9 @@ async fn drive<S: Substrate>(
                     None => continue,
                 },
                 event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
-                Some((id, outcome)) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
-                    substrate.settle(id, outcome);
+                Some(settled) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
+                    report.settled(settled.id, &settled.outcome, settled.duration);
+                    substrate.settle(settled.id, settled.outcome);
                     continue;
                 }
             };
@@ -289,16 +317,28 @@ async fn drive<S: Substrate>(
                     break Ending::Stopped(reason);
                 }
                 Step::Event(Event::Log(line)) => {
-                    if ledger.admit_log(line) == Admission::Exceeded {
+                    if admit(&mut ledger, report, line) == Admission::Exceeded {
                         substrate.stop();
                         break Ending::Stopped(StopReason::OutputExceeded);
                     }
                 }
-                Step::Event(Event::Call { id, function, args }) => calls.start(id, function, args),
+                Step::Event(Event::Call { id, function, args }) => {
+                    if let Some(names) = calls.table().names(function) {
+                        report.call(id, names, &args);
+                    }
+                    if let Err(rejection) = calls.start(id, function, args) {
+                        let rejected = Err(rejection);
+                        report.settled(id, &rejected, Duration::ZERO);
+                        substrate.settle(id, rejected);
+                    }
+                }
                 Step::Event(Event::Ended(ending)) => break ending,
             }
         }
     };
+    if let Some(substrate) = running.substrate.as_ref() {
+        report.measured(substrate.compute_used(), calls.made());
+    }
     // The documented rule: calls still in flight when a run ends are cancelled (dropped).
     drop(calls);
     let Some(substrate) = running.substrate.take() else {
@@ -315,9 +355,18 @@ async fn drive<S: Substrate>(
         None => drop(permit),
     }
     for line in teardown.logs {
-        let _ = ledger.admit_log(line);
+        let _ = admit(&mut ledger, report, line);
     }
     ledger.settle(teardown.ending)
+}
+
+/// Offers a line to the ledger; one it keeps is an event.
+fn admit(ledger: &mut OutputLedger, report: &RunReport, line: String) -> Admission {
+    let admission = ledger.admit_log(line);
+    if admission == Admission::Admitted {
+        report.log(ledger.logs().last().map_or("", String::as_str));
+    }
+    admission
 }
 
 enum Step {

@@ -18,7 +18,6 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 /// A provider of language `language` whose runs are played by the test through [`Script`]s.
 pub(crate) struct FakeProvider {
     host: Host,
-    language: &'static str,
     started: UnboundedSender<Script>,
 }
 
@@ -110,19 +109,20 @@ impl FakeProvider {
         max_concurrent_runs: usize,
     ) -> (Arc<Self>, UnboundedReceiver<Script>) {
         let (started, scripts) = unbounded_channel();
-        let host = Host::new(limits, max_concurrent_runs).expect("valid limits");
-        (Arc::new(Self { host, language, started }), scripts)
+        let host =
+            Host::new(language, "script", limits, max_concurrent_runs).expect("valid limits");
+        (Arc::new(Self { host, started }), scripts)
     }
 }
 
 #[async_trait]
 impl CodeRuntime for FakeProvider {
     fn language(&self) -> &str {
-        self.language
+        self.host.language()
     }
 
     fn isolation(&self) -> &str {
-        "script"
+        self.host.isolation()
     }
 
     fn limits(&self) -> &Limits {

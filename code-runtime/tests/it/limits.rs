@@ -16,6 +16,10 @@ fn c035_defaults() {
         (limits.compute_ms, limits.max_wall_ms, limits.max_output_bytes, limits.max_memory_mb),
         (60_000, 600_000, 67_108_864, 512)
     );
+    assert_eq!(
+        (limits.max_calls, limits.max_calls_per_function, limits.max_pending_calls),
+        (10_000, 10_000, 1_000)
+    );
     assert_eq!(limits.validate(), Ok(()));
     assert_eq!(limits.ledger().max(), 67_108_864);
 }
@@ -39,6 +43,18 @@ fn c032_c035_zero_is_not_a_positive_number() {
     check_invalid(
         Limits { max_memory_mb: 0, ..base },
         "code-runtime: config.max_memory_mb must be a positive number, got 0",
+    );
+    check_invalid(
+        Limits { max_calls: 0, ..base },
+        "code-runtime: config.max_calls must be a positive number, got 0",
+    );
+    check_invalid(
+        Limits { max_calls_per_function: 0, ..base },
+        "code-runtime: config.max_calls_per_function must be a positive number, got 0",
+    );
+    check_invalid(
+        Limits { max_pending_calls: 0, ..base },
+        "code-runtime: config.max_pending_calls must be a positive number, got 0",
     );
 }
 
@@ -70,7 +86,13 @@ fn c034_output_cap_of_at_least_4() {
 
 #[test]
 fn the_first_invalid_field_is_reported() {
-    let limits = Limits { compute_ms: 0, max_wall_ms: 0, max_output_bytes: 1, max_memory_mb: 0 };
+    let limits = Limits {
+        compute_ms: 0,
+        max_wall_ms: 0,
+        max_output_bytes: 1,
+        max_memory_mb: 0,
+        ..Limits::default()
+    };
     assert_eq!(limits.validate().unwrap_err().key(), "compute_ms");
 }
 
@@ -90,6 +112,16 @@ fn a_request_tightens_the_provider_limits() {
         "unset limits stay the provider's"
     );
     assert_eq!(provider.tighten(&RunLimits::default()), Ok(provider));
+    let calls = RunLimits {
+        max_calls: Some(50),
+        max_calls_per_function: Some(5),
+        max_pending_calls: Some(4),
+        ..RunLimits::default()
+    };
+    assert_eq!(
+        provider.tighten(&calls),
+        Ok(Limits { max_calls: 50, max_calls_per_function: 5, max_pending_calls: 4, ..provider })
+    );
     assert_eq!(
         provider.tighten(&RunLimits { max_wall_ms: Some(5_000), ..RunLimits::default() }),
         Ok(provider)
@@ -114,6 +146,9 @@ fn a_request_never_loosens_the_provider_limits() {
         RunLimits { max_wall_ms: Some(0), ..RunLimits::default() },
         RunLimits { max_memory_mb: Some(513), ..RunLimits::default() },
         RunLimits { max_output_bytes: Some(3), ..RunLimits::default() },
+        RunLimits { max_calls: Some(10_001), ..RunLimits::default() },
+        RunLimits { max_calls_per_function: Some(0), ..RunLimits::default() },
+        RunLimits { max_pending_calls: Some(1_001), ..RunLimits::default() },
     ] {
         assert!(provider.tighten(&limits).is_err(), "{limits:?}");
     }

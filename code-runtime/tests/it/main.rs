@@ -8,6 +8,7 @@ mod host;
 mod json;
 mod ledger;
 mod limits;
+mod observe;
 mod result;
 mod validation;
 
