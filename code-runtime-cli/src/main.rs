@@ -7,6 +7,7 @@
 //! interpreter, a record that could not be written), with one line on stderr.
 
 mod bench;
+mod describe;
 mod run;
 
 use std::process::ExitCode;
@@ -36,13 +37,17 @@ fn one_line(message: &str) -> String {
 const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
 [--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
 [--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
-code-runtime bench [--language typescript|python|all] [--quick] [--json]";
+code-runtime bench [--language typescript|python|all] [--quick] [--json]\n       \
+code-runtime describe --bindings FILE [--language typescript|python]";
 
 const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
 
 usage:
   code-runtime run PROGRAM [options]     run a program file (`-` reads stdin); prints one JSON result
   code-runtime bench [options]           measure the providers against their baselines
+  code-runtime describe --bindings FILE [--language typescript|python]
+                                         print the TypeScript declarations (default) or Python
+                                         stubs the model should read about the bindings
 
 run options:
   --language typescript|python   default: from the extension (.ts .js .mts: typescript, .py: python)
@@ -50,7 +55,8 @@ run options:
                                  \"memberNameProperty\": \"toolName\"}, \"functions\": {\"search\": {\"echo\": true}}}]}
                                  behaviours: {\"echo\": true} {\"reply\": JSON} {\"reject\": \"message\"}
                                  {\"command\": [\"prog\", \"arg\"]} (args JSON on stdin, stdout JSON resolves),
-                                 each with an optional \"delayMs\": N
+                                 each with an optional \"delayMs\": N; a function may add \"description\",
+                                 \"input\" and \"output\" (JSON Schemas), a namespace \"description\"
   --limits FILE                  JSON {\"timeoutMs\", \"computeMs\", \"memoryMb\", \"maxOutputBytes\", \"maxCalls\",
                                  \"maxCallsPerFunction\", \"maxPendingCalls\"}; flags override
   --timeout-ms N                 wall-clock ceiling (default 600000)
@@ -87,6 +93,7 @@ fn main() -> ExitCode {
     let outcome = match args.first().map(String::as_str) {
         Some("run") => run::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
+        Some("describe") => describe::main(&args[1..]),
         Some("--help" | "-h" | "help") => {
             print_stdout(HELP);
             Ok(ExitCode::SUCCESS)

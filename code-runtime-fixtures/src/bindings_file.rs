@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{BindingArgs, BindingError, CodeBindingNamespace, binding};
+use code_runtime::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding};
 
 use crate::command::{DEFAULT_COMMAND_TIMEOUT, run_command};
 use crate::{FixtureError, Recorder, read_document};
@@ -60,8 +60,9 @@ pub fn bindings_from_json(
 
 fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNamespace, String> {
     let object = declared.as_object().ok_or("a namespace must be an object")?;
-    if let Some(key) =
-        object.keys().find(|key| !["global", "errorClass", "functions"].contains(&key.as_str()))
+    if let Some(key) = object
+        .keys()
+        .find(|key| !["global", "description", "errorClass", "functions"].contains(&key.as_str()))
     {
         return Err(format!("unknown namespace key {}", json::quote(key)));
     }
@@ -70,6 +71,11 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
         .and_then(JsonValue::as_str)
         .ok_or("a namespace needs a string \"global\"")?;
     let mut namespace = CodeBindingNamespace::new(global);
+    match object.get("description") {
+        None => {}
+        Some(JsonValue::String(text)) => namespace = namespace.description(text.clone()),
+        Some(_) => return Err("a namespace's description must be a string".to_owned()),
+    }
     if let Some(class) = object.get("errorClass") {
         let field = |name: &str| class.get(name).and_then(JsonValue::as_str);
         let (Some(name), Some(member)) = (field("name"), field("memberNameProperty")) else {
@@ -86,25 +92,70 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
     for (name, behaviour) in functions {
         let behaviour = Behaviour::parse(behaviour)
             .map_err(|why| format!("function {}: {why}", json::quote(name)))?;
+        let signature = Signature::parse(functions.get(name).unwrap_or(&JsonValue::Null))
+            .map_err(|why| format!("function {}: {why}", json::quote(name)))?;
         let (recorder, global, function) = (recorder.clone(), global.to_owned(), name.clone());
-        namespace = namespace.function(
-            name.clone(),
-            binding(move |args| {
-                let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
-                let (global, function) = (global.clone(), function.clone());
-                async move {
-                    let started = Instant::now();
-                    let copy = recorder.copy(&args);
-                    let outcome = behaviour.call(args).await;
-                    if let Some(copy) = copy {
-                        recorder.record(&global, &function, copy, &outcome, started);
-                    }
-                    outcome
+        let callable = binding(move |args| {
+            let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
+            let (global, function) = (global.clone(), function.clone());
+            async move {
+                let started = Instant::now();
+                let copy = recorder.copy(&args);
+                let outcome = behaviour.call(args).await;
+                if let Some(copy) = copy {
+                    recorder.record(&global, &function, copy, &outcome, started);
                 }
-            }),
-        );
+                outcome
+            }
+        });
+        namespace = namespace.function(name.clone(), signature.apply(callable));
     }
     Ok(namespace)
+}
+
+/// What a bindings file tells the model about a function: `description`, and the JSON Schemas
+/// `input` and `output` (an object or a boolean each).
+#[derive(Default)]
+struct Signature {
+    description: Option<String>,
+    input: Option<JsonValue>,
+    output: Option<JsonValue>,
+}
+
+impl Signature {
+    fn parse(declared: &JsonValue) -> Result<Self, String> {
+        let mut signature = Self::default();
+        match declared.get("description") {
+            None => {}
+            Some(JsonValue::String(text)) => signature.description = Some(text.clone()),
+            Some(_) => return Err("description must be a string".to_owned()),
+        }
+        for (key, slot) in [("input", &mut signature.input), ("output", &mut signature.output)] {
+            match declared.get(key) {
+                None => {}
+                Some(schema @ (JsonValue::Object(_) | JsonValue::Bool(_))) => {
+                    *slot = Some(schema.clone());
+                }
+                Some(_) => {
+                    return Err(format!("{key} must be a JSON Schema (an object or a boolean)"));
+                }
+            }
+        }
+        Ok(signature)
+    }
+
+    fn apply(self, mut function: BindingFunction) -> BindingFunction {
+        if let Some(text) = self.description {
+            function = function.description(text);
+        }
+        if let Some(schema) = self.input {
+            function = function.input(schema);
+        }
+        if let Some(schema) = self.output {
+            function = function.output(schema);
+        }
+        function
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -165,7 +216,11 @@ impl Behaviour {
             Action::Reply(_) => &["reply", "delayMs"],
             Action::Command(..) => &["command", "timeoutMs", "delayMs"],
         };
-        if let Some(key) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
+        let described = ["description", "input", "output"];
+        if let Some(key) = object
+            .keys()
+            .find(|key| !allowed.contains(&key.as_str()) && !described.contains(&key.as_str()))
+        {
             return Err(format!("unknown key {}", json::quote(key)));
         }
         Ok(Self { action, delay })

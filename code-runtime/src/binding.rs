@@ -34,7 +34,18 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 ///
 /// Build one with [`binding`] or [`binding_with`].
 #[derive(Clone)]
-pub struct BindingFunction(Arc<dyn Fn(BindingArgs) -> BindingFuture + Send + Sync>);
+pub struct BindingFunction {
+    call: Arc<dyn Fn(BindingArgs) -> BindingFuture + Send + Sync>,
+    signature: Arc<Signature>,
+}
+
+/// What a function tells the model about itself ([`describe`](crate::describe)).
+#[derive(Clone, Debug, Default)]
+struct Signature {
+    description: Option<String>,
+    input: Option<JsonValue>,
+    output: Option<JsonValue>,
+}
 
 /// Wraps an async closure as a [`BindingFunction`].
 ///
@@ -86,7 +97,10 @@ where
     F: Fn(BindingArgs) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<JsonValue, BindingError>> + Send + 'static,
 {
-    BindingFunction(Arc::new(move |args| Box::pin(function(args))))
+    BindingFunction {
+        call: Arc::new(move |args| Box::pin(function(args))),
+        signature: Arc::default(),
+    }
 }
 
 /// Wraps an async closure that uses shared `state` as a [`BindingFunction`]: `state` is cloned
@@ -131,7 +145,44 @@ impl BindingFunction {
     ///
     /// Dropping the returned future drops the host closure's future at its current await point.
     pub fn call(&self, args: BindingArgs) -> BindingFuture {
-        (self.0)(args)
+        (self.call)(args)
+    }
+
+    /// Describes the function to the model: the doc comment [`describe`](crate::describe) puts
+    /// on its declaration.
+    #[must_use]
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.signature).description = Some(text.into());
+        self
+    }
+
+    /// The JSON Schema of the function's argument, for [`describe`](crate::describe).
+    #[must_use]
+    pub fn input(mut self, schema: JsonValue) -> Self {
+        Arc::make_mut(&mut self.signature).input = Some(schema);
+        self
+    }
+
+    /// The JSON Schema of what the function resolves with, for [`describe`](crate::describe).
+    #[must_use]
+    pub fn output(mut self, schema: JsonValue) -> Self {
+        Arc::make_mut(&mut self.signature).output = Some(schema);
+        self
+    }
+
+    /// The description, if one was given.
+    pub fn description_text(&self) -> Option<&str> {
+        self.signature.description.as_deref()
+    }
+
+    /// The argument's schema, if one was given.
+    pub fn input_schema(&self) -> Option<&JsonValue> {
+        self.signature.input.as_ref()
+    }
+
+    /// The resolution's schema, if one was given.
+    pub fn output_schema(&self) -> Option<&JsonValue> {
+        self.signature.output.as_ref()
     }
 }
 
@@ -324,6 +375,8 @@ pub struct CodeBindingNamespace {
     pub functions: IndexMap<String, BindingFunction>,
     /// The error class every rejected call of this namespace is an instance of, if any.
     pub error_class: Option<CodeBindingErrorClass>,
+    /// What the namespace is for, told to the model by [`describe`](crate::describe).
+    pub description: Option<String>,
 }
 
 impl CodeBindingNamespace {
@@ -335,6 +388,12 @@ impl CodeBindingNamespace {
     /// Adds (or replaces) the member `name`.
     pub fn function(mut self, name: impl Into<String>, function: BindingFunction) -> Self {
         self.functions.insert(name.into(), function);
+        self
+    }
+
+    /// Describes the namespace to the model.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
         self
     }
 

@@ -76,6 +76,12 @@ pub enum ContractError {
     /// `run()` on a provider after `dispose()`.
     #[error("code-runtime: run() after disposal")]
     Disposed,
+    /// [`describe`](crate::describe) was asked for a language it does not render.
+    #[error("code-runtime: unknown language {} (typescript or python)", json::quote(.language))]
+    UnknownLanguage {
+        /// The language asked for.
+        language: String,
+    },
 }
 
 /// Misuse of a [`Context`](crate::Context).

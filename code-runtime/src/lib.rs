@@ -65,6 +65,7 @@
 
 mod binding;
 mod context;
+mod declaration;
 mod error;
 mod event;
 pub mod json;
@@ -80,6 +81,7 @@ pub use crate::binding::{
     binding, binding_with,
 };
 pub use crate::context::Context;
+pub use crate::declaration::describe;
 pub use crate::error::{ConfigError, ContextError, ContractError};
 pub use crate::event::{EventSink, RunEvent};
 pub use crate::json::JsonValue;

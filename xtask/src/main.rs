@@ -1,7 +1,8 @@
 //! Project automation, run as `cargo xtask <command>` (see <https://github.com/matklad/cargo-xtask/>).
 //!
-//! - `test [ARGS]`: the test command of the README: `cargo test --workspace [ARGS]` with the offline
-//!   V8 library wired in when it is present.
+//! - `test [ARGS]`: the test command of the README: installs the pinned type checkers of
+//!   `typecheck/` when they are not there, then `cargo test --workspace [ARGS]` with the offline V8
+//!   library wired in when it is present.
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
@@ -13,6 +14,7 @@
 
 mod tidy;
 mod toolchain;
+mod typecheck;
 mod unprivileged;
 
 use std::process::ExitCode;
@@ -22,7 +24,8 @@ fn main() -> ExitCode {
     let command = args.next();
     let rest: Vec<String> = args.collect();
     let outcome = match command.as_deref() {
-        Some("test") => toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat()),
+        Some("test") => typecheck::install()
+            .and_then(|()| toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat())),
         Some("demo") => toolchain::cargo(&[
             "run",
             "--quiet",

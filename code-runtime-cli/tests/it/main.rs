@@ -300,6 +300,41 @@ fn call_budgets_reject_calls_over_them() {
 }
 
 #[test]
+fn describe_prints_declarations_or_stubs() {
+    let output = run(&["describe", "--bindings", "examples/research.bindings.json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let declarations = stdout(&output);
+    assert!(declarations.contains("declare class ToolCallError extends Error {"), "{declarations}");
+    assert!(
+        declarations.contains("  function search(args: {\n    /** The query. */\n    q: string;"),
+        "{declarations}"
+    );
+    assert!(
+        declarations.contains("}): Promise<{ hits: { title: string; score: number }[] }>;"),
+        "{declarations}"
+    );
+    let output =
+        run(&["describe", "--bindings", "examples/research.bindings.json", "--language", "python"]);
+    let stubs = stdout(&output);
+    assert!(
+        stubs.contains("    async def search(self, args: SearchArgs, /) -> SearchResult:"),
+        "{stubs}"
+    );
+    assert!(stubs.contains("class ToolCallError(Exception):"), "{stubs}");
+    check_misuse(&run(&["describe"]), "describe needs --bindings FILE");
+    check_misuse(
+        &run(&["describe", "--bindings", "examples/research.bindings.json", "--language", "ruby"]),
+        "--language must be typescript or python",
+    );
+    let scratch = Scratch::new("describe");
+    let bad = scratch.write(
+        "bad.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"f":{"echo":true,"input":3}}}]}"#,
+    );
+    check_misuse(&run(&["describe", "--bindings", &bad]), "input must be a JSON Schema");
+}
+
+#[test]
 fn isolation_chooses_where_the_isolate_runs() {
     let scratch = Scratch::new("isolation");
     let program = scratch.write("one.ts", "console.log('one'); return 1");
@@ -374,6 +409,7 @@ fn help_documents_every_flag() {
         "--max-pending-calls",
         "--isolation",
         "--quick",
+        "describe",
         "--json",
         "example:",
     ] {

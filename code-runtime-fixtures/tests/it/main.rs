@@ -74,6 +74,26 @@ fn behaviours() {
 }
 
 #[test]
+fn descriptions_and_schemas_reach_the_bindings() {
+    let document = json!({"namespaces": [{"global": "tools", "description": "Tools.", "functions": {
+        "search": {"echo": true, "description": "Search.", "input": {"type": "object"}, "output": true},
+        "plain": {"reply": 1},
+    }}]});
+    let tools = namespaces(document, &Recorder::off()).unwrap().remove(0);
+    assert_eq!(tools.description.as_deref(), Some("Tools."));
+    let search = &tools.functions["search"];
+    assert_eq!(search.description_text(), Some("Search."));
+    assert_eq!(search.input_schema(), Some(&json!({"type": "object"})));
+    assert_eq!(search.output_schema(), Some(&json!(true)));
+    let plain = &tools.functions["plain"];
+    assert_eq!(
+        (plain.description_text(), plain.input_schema(), plain.output_schema()),
+        (None, None, None)
+    );
+    assert_eq!(call(&tools, "search", json!([1])), Ok(json!([1])), "the behaviour is unchanged");
+}
+
+#[test]
 fn the_format_is_checked_key_by_key() {
     for (document, message) in [
         (json!([]), "test.json: expected {\"namespaces\": [...]}"),
@@ -97,6 +117,18 @@ fn the_format_is_checked_key_by_key() {
         (
             json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "data": 1}}}]}),
             "test.json: function \"f\": unknown key \"data\"",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "description": 1, "functions": {}}]}),
+            "test.json: a namespace's description must be a string",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "output": "string"}}}]}),
+            "test.json: function \"f\": output must be a JSON Schema (an object or a boolean)",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "description": []}}}]}),
+            "test.json: function \"f\": description must be a string",
         ),
         (
             json!({"namespaces": [{"global": "t", "functions": {"f": {"command": []}}}]}),
@@ -148,7 +180,13 @@ fn limits_files() {
     assert_eq!((limits.max_wall_ms, limits.max_memory_mb, limits.compute_ms), (5, 64, 60_000));
     assert_eq!(
         LimitsFile::from_json(&json!({"heapMb": 1}), "l.json").unwrap_err().to_string(),
-        "l.json: unknown limit \"heapMb\" (timeoutMs, computeMs, memoryMb, maxOutputBytes)"
+        "l.json: unknown limit \"heapMb\" (timeoutMs, computeMs, memoryMb, maxOutputBytes, maxCalls, maxCallsPerFunction, maxPendingCalls)"
+    );
+    let calls = json!({"maxCalls": 50, "maxCallsPerFunction": 5, "maxPendingCalls": 8});
+    let limits = LimitsFile::from_json(&calls, "l.json").unwrap().apply(Limits::default());
+    assert_eq!(
+        (limits.max_calls, limits.max_calls_per_function, limits.max_pending_calls),
+        (50, 5, 8)
     );
     assert_eq!(
         LimitsFile::from_json(&json!({"timeoutMs": -1}), "l.json").unwrap_err().to_string(),

@@ -3,6 +3,7 @@
 
 mod binding;
 mod context;
+mod declaration;
 mod fake;
 mod host;
 mod json;

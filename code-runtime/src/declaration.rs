@@ -1,0 +1,83 @@
+//! [`describe`]: what the model reads about a request's bindings, TypeScript declarations or
+//! Python stubs, generated from their descriptions and JSON Schemas.
+
+mod python;
+mod schema;
+mod typescript;
+
+use crate::binding::{BindingFunction, CodeBindingNamespace};
+use crate::error::ContractError;
+use crate::validation::{is_dunder_member, is_usable_identifier, validate_bindings};
+
+/// Renders `bindings` as what a model should read before it writes a program against them:
+/// TypeScript declarations (`language` `"typescript"`) or Python stubs (`"python"`).
+///
+/// - TypeScript: a `declare namespace` per binding namespace (a `declare const` object type when
+///   a member name is not an identifier, quoted as the program reaches it:
+///   `tools["my-tool"](…)`), each function with its JSDoc and `Promise` of its result, `$defs` as
+///   named types, and each error class as a declared `Error` subclass with `data` and its
+///   member-name property.
+/// - Python: `TypedDict`s for object schemas, a class per namespace with an `async def` per
+///   function (one positional argument), a `__getitem__` for names that are reached by
+///   subscript, and each error class as an `Exception` subclass.
+///
+/// The schema keywords read are `type` (and type arrays), `properties`, `required`,
+/// `additionalProperties`, `items`, `prefixItems`, `enum`, `const`, `anyOf`, `oneOf`, `allOf`,
+/// `$ref` into `$defs` or `definitions` (recursive ones included), `nullable`, and `title`,
+/// `description`, `format`, `default` and `examples` as doc comments. Anything else reads as
+/// `unknown` / `Any`, never as an error. The output is deterministic: the same bindings give the
+/// same text.
+///
+/// ```
+/// use code_runtime::{binding, describe, CodeBindingNamespace};
+/// use serde_json::json;
+///
+/// let tools = CodeBindingNamespace::new("tools").function(
+///     "search",
+///     binding(|args| async move { Ok(args.into()) })
+///         .description("Search the web.")
+///         .input(json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}))
+///         .output(json!({"type": "array", "items": {"type": "string"}})),
+/// );
+/// let declarations = describe(&[tools], "typescript")?;
+/// assert!(declarations.contains("function search(args: { q: string }): Promise<string[]>;"));
+/// # Ok::<(), code_runtime::ContractError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`ContractError::UnknownLanguage`] for a language other than the two, and whatever
+/// [`CodeRuntime::run`](crate::CodeRuntime::run) would refuse in the bindings.
+pub fn describe(
+    bindings: &[CodeBindingNamespace],
+    language: &str,
+) -> Result<String, ContractError> {
+    validate_bindings(bindings)?;
+    match language {
+        "typescript" => Ok(typescript::render(bindings)),
+        "python" => Ok(python::render(bindings)),
+        other => Err(ContractError::UnknownLanguage { language: other.to_owned() }),
+    }
+}
+
+/// Whether a program reaches member `name` as `namespace.name` in both languages (otherwise it
+/// writes `namespace["name"]`).
+fn is_dotted(name: &str) -> bool {
+    is_usable_identifier(name) && !is_dunder_member(name)
+}
+
+/// A function's doc lines: its description, then its argument schema's own doc.
+fn function_doc(function: &BindingFunction) -> Vec<String> {
+    let mut lines: Vec<String> = function
+        .description_text()
+        .map(|text| text.lines().map(|line| line.trim_end().to_owned()).collect())
+        .unwrap_or_default();
+    if let Some(schema) = function.input_schema() {
+        let own = schema::doc(schema);
+        if !own.is_empty() && !lines.is_empty() {
+            lines.push(String::new());
+        }
+        lines.extend(own);
+    }
+    lines
+}
