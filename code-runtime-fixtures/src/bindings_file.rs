@@ -33,7 +33,10 @@ pub fn load_bindings(
 /// A behaviour is `{"echo": true}`, `{"reply": <json>}`, `{"reject": "<message>"}` (with an
 /// optional `"data": <json>` the program reads as `e.data`) or `{"command": ["prog", "arg"]}`
 /// (with an optional `"timeoutMs": N` for the whole exchange, default 30 000), each with an
-/// optional `"delayMs": N`.
+/// optional `"delayMs": N`. A function may add `"description"`, `"input"` and `"output"` (JSON
+/// Schemas) and `"validate": true` (check each call's argument against `input`); a namespace may
+/// add `"description"` and `"validate": true` (for each of its functions that has an `input` and
+/// no `validate` of its own).
 ///
 /// # Errors
 ///
@@ -60,10 +63,9 @@ pub fn bindings_from_json(
 
 fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNamespace, String> {
     let object = declared.as_object().ok_or("a namespace must be an object")?;
-    if let Some(key) = object
-        .keys()
-        .find(|key| !["global", "description", "errorClass", "functions"].contains(&key.as_str()))
-    {
+    if let Some(key) = object.keys().find(|key| {
+        !["global", "description", "errorClass", "functions", "validate"].contains(&key.as_str())
+    }) {
         return Err(format!("unknown namespace key {}", json::quote(key)));
     }
     let global = object
@@ -71,6 +73,12 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
         .and_then(JsonValue::as_str)
         .ok_or("a namespace needs a string \"global\"")?;
     let mut namespace = CodeBindingNamespace::new(global);
+    // `"validate": true` on a namespace checks every function of it that has an input schema.
+    let validate_all = match object.get("validate") {
+        None => false,
+        Some(JsonValue::Bool(validate)) => *validate,
+        Some(_) => return Err("a namespace's validate must be a boolean".to_owned()),
+    };
     match object.get("description") {
         None => {}
         Some(JsonValue::String(text)) => namespace = namespace.description(text.clone()),
@@ -92,8 +100,12 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
     for (name, behaviour) in functions {
         let behaviour = Behaviour::parse(behaviour)
             .map_err(|why| format!("function {}: {why}", json::quote(name)))?;
-        let signature = Signature::parse(functions.get(name).unwrap_or(&JsonValue::Null))
+        let mut signature = Signature::parse(functions.get(name).unwrap_or(&JsonValue::Null))
             .map_err(|why| format!("function {}: {why}", json::quote(name)))?;
+        // A function's own `validate` wins over its namespace's.
+        if signature.validate.is_none() {
+            signature.validate = Some(validate_all && signature.input.is_some());
+        }
         let (recorder, global, function) = (recorder.clone(), global.to_owned(), name.clone());
         let callable = binding(move |args| {
             let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
@@ -114,12 +126,14 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
 }
 
 /// What a bindings file tells the model about a function: `description`, and the JSON Schemas
-/// `input` and `output` (an object or a boolean each).
+/// `input` and `output` (an object or a boolean each); and `validate`, whether calls are checked
+/// against `input`.
 #[derive(Default)]
 struct Signature {
     description: Option<String>,
     input: Option<JsonValue>,
     output: Option<JsonValue>,
+    validate: Option<bool>,
 }
 
 impl Signature {
@@ -129,6 +143,11 @@ impl Signature {
             None => {}
             Some(JsonValue::String(text)) => signature.description = Some(text.clone()),
             Some(_) => return Err("description must be a string".to_owned()),
+        }
+        match declared.get("validate") {
+            None => {}
+            Some(JsonValue::Bool(validate)) => signature.validate = Some(*validate),
+            Some(_) => return Err("validate must be a boolean".to_owned()),
         }
         for (key, slot) in [("input", &mut signature.input), ("output", &mut signature.output)] {
             match declared.get(key) {
@@ -140,6 +159,9 @@ impl Signature {
                     return Err(format!("{key} must be a JSON Schema (an object or a boolean)"));
                 }
             }
+        }
+        if signature.validate == Some(true) && signature.input.is_none() {
+            return Err("validate needs an input schema".to_owned());
         }
         Ok(signature)
     }
@@ -153,6 +175,9 @@ impl Signature {
         }
         if let Some(schema) = self.output {
             function = function.output(schema);
+        }
+        if self.validate == Some(true) {
+            function = function.validate_input();
         }
         function
     }
@@ -216,7 +241,7 @@ impl Behaviour {
             Action::Reply(_) => &["reply", "delayMs"],
             Action::Command(..) => &["command", "timeoutMs", "delayMs"],
         };
-        let described = ["description", "input", "output"];
+        let described = ["description", "input", "output", "validate"];
         if let Some(key) = object
             .keys()
             .find(|key| !allowed.contains(&key.as_str()) && !described.contains(&key.as_str()))

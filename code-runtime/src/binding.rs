@@ -4,12 +4,13 @@ use std::fmt;
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::input_schema::InputSchema;
 use crate::json::{self, JsonValue};
 
 /// The future a [`BindingFunction`] returns.
@@ -39,12 +40,17 @@ pub struct BindingFunction {
     signature: Arc<Signature>,
 }
 
-/// What a function tells the model about itself ([`describe`](crate::describe)).
+/// What a function tells the model about itself ([`describe`](crate::describe)), and whether its
+/// calls are checked against its input schema.
 #[derive(Clone, Debug, Default)]
 struct Signature {
     description: Option<String>,
     input: Option<JsonValue>,
     output: Option<JsonValue>,
+    validate_input: bool,
+    /// `input` compiled, the first time a run needs it; shared by every clone, and reset when
+    /// `input` changes.
+    compiled: OnceLock<Result<Arc<InputSchema>, String>>,
 }
 
 /// Wraps an async closure as a [`BindingFunction`].
@@ -156,11 +162,60 @@ impl BindingFunction {
         self
     }
 
-    /// The JSON Schema of the function's argument, for [`describe`](crate::describe).
+    /// The JSON Schema of the function's argument, for [`describe`](crate::describe) and, with
+    /// [`validate_input`](BindingFunction::validate_input), for checking each call.
     #[must_use]
     pub fn input(mut self, schema: JsonValue) -> Self {
-        Arc::make_mut(&mut self.signature).input = Some(schema);
+        let signature = Arc::make_mut(&mut self.signature);
+        signature.input = Some(schema);
+        signature.compiled = OnceLock::new();
         self
+    }
+
+    /// Checks every call's argument against the [`input`](BindingFunction::input) schema before
+    /// the closure runs. An argument that does not match rejects the call, and the closure is
+    /// not called; the program catches the namespace's error class with a message naming the
+    /// first failing value as a JSON Pointer:
+    ///
+    /// ```text
+    /// binding "tools.search" was not called: its argument at /limit does not match its schema: "ten" is not of type "integer"
+    /// ```
+    ///
+    /// and `data` `{"path": "/limit", "schemaPath": "/properties/limit/type"}`. Such a call is
+    /// not counted against the run's call budgets (it is refused as a budget refusal is).
+    ///
+    /// The schema is compiled once, when the first run that has this function starts; a schema
+    /// that does not compile, a `$ref` outside the schema (a URL or a file is never fetched), or
+    /// no `input` at all makes that run a [`ContractError`](crate::ContractError). Arguments
+    /// nested more than 128 levels deep are refused unchecked, and a `pattern` that needs
+    /// backtracking gives up after a bounded number of steps (the argument is refused), so no
+    /// program makes the check unbounded. Formats (`"format": "email"`) are not asserted.
+    #[must_use]
+    pub fn validate_input(mut self) -> Self {
+        Arc::make_mut(&mut self.signature).validate_input = true;
+        self
+    }
+
+    /// Whether calls are checked against the input schema
+    /// ([`validate_input`](BindingFunction::validate_input)).
+    pub fn validates_input(&self) -> bool {
+        self.signature.validate_input
+    }
+
+    /// The compiled input schema of a function that validates its input: `Ok(None)` when it does
+    /// not, `Err` with why the schema is unusable.
+    pub(crate) fn input_check(&self) -> Result<Option<Arc<InputSchema>>, String> {
+        if !self.signature.validate_input {
+            return Ok(None);
+        }
+        let Some(schema) = &self.signature.input else {
+            return Err("it validates its input but has no input schema".to_owned());
+        };
+        self.signature
+            .compiled
+            .get_or_init(|| InputSchema::compile(schema).map(Arc::new))
+            .clone()
+            .map(Some)
     }
 
     /// The JSON Schema of what the function resolves with, for [`describe`](crate::describe).

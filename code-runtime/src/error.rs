@@ -73,6 +73,15 @@ pub enum ContractError {
         /// The provider's value, the largest allowed.
         provider: u64,
     },
+    /// A function that [validates its input](crate::BindingFunction::validate_input) whose
+    /// input schema is missing or does not compile.
+    #[error("code-runtime: binding {} has an unusable input schema: {why}", json::quote(.binding))]
+    InvalidInputSchema {
+        /// The function, as `global.name`.
+        binding: String,
+        /// Why the schema is unusable.
+        why: String,
+    },
     /// `run()` on a provider after `dispose()`.
     #[error("code-runtime: run() after disposal")]
     Disposed,

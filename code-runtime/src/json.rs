@@ -155,6 +155,23 @@ pub fn encoded_len(value: &JsonValue, budget: usize) -> Option<usize> {
     Some(total)
 }
 
+/// Whether `value` nests more than `limit` arrays and objects deep (a scalar is depth 0, `[]` and
+/// `[1]` depth 1). Stops at the first container past the limit; uses no call stack per level.
+pub fn nests_deeper_than(value: &JsonValue, limit: usize) -> bool {
+    // Each entry is a value and the number of containers around it.
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, around)) = stack.pop() {
+        let inside = around + 1;
+        match value {
+            JsonValue::Array(_) | JsonValue::Object(_) if inside > limit => return true,
+            JsonValue::Array(items) => stack.extend(items.iter().map(|item| (item, inside))),
+            JsonValue::Object(map) => stack.extend(map.values().map(|item| (item, inside))),
+            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) | JsonValue::String(_) => {}
+        }
+    }
+    false
+}
+
 /// Encodes `value` as compact JSON, exactly as JavaScript's `JSON.stringify` spells it.
 ///
 /// Numbers use ECMAScript `Number::toString` spelling; strings escape `"`, `\` and the C0 controls

@@ -68,6 +68,7 @@ mod context;
 mod declaration;
 mod error;
 mod event;
+mod input_schema;
 pub mod json;
 mod limits;
 pub mod provider;

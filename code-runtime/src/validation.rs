@@ -115,8 +115,10 @@ pub fn is_dunder_member(name: &str) -> bool {
 /// Pass 1 checks every namespace `global` in request order: usable identifier, not reserved, not a
 /// global the program needs ([`SHADOWED_GLOBALS`]), not a duplicate. Pass 2 then checks every error
 /// class in request order: usable identifier, not reserved, not shadowing, not equal to any
-/// namespace global or earlier class name, and a usable `member_name_property`. Function names are deliberately not checked: any string (`""`,
-/// `"my-tool"`, `"__proto__"`) is an ordinary member name.
+/// namespace global or earlier class name, and a usable `member_name_property`. Pass 3 compiles
+/// the input schema of every function that validates its input (once per function: the result is
+/// kept). Function names are deliberately not checked: any string (`""`, `"my-tool"`,
+/// `"__proto__"`) is an ordinary member name.
 ///
 /// # Errors
 ///
@@ -159,6 +161,14 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
             || is_dunder_member(property)
         {
             return Err(ContractError::UnusableMemberProperty { property: property.to_owned() });
+        }
+    }
+    for namespace in namespaces {
+        for (name, function) in &namespace.functions {
+            if let Err(why) = function.input_check() {
+                let binding = format!("{}.{name}", namespace.global);
+                return Err(ContractError::InvalidInputSchema { binding, why });
+            }
         }
     }
     Ok(())

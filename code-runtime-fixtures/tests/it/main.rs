@@ -94,6 +94,28 @@ fn descriptions_and_schemas_reach_the_bindings() {
 }
 
 #[test]
+fn validate_checks_a_function_or_every_function_of_a_namespace_that_has_an_input() {
+    let input = json!({"type": "object", "required": ["q"]});
+    let document = json!({"namespaces": [
+        {"global": "one", "functions": {
+            "checked": {"echo": true, "input": input, "validate": true},
+            "described": {"echo": true, "input": input},
+        }},
+        {"global": "all", "validate": true, "functions": {
+            "checked": {"echo": true, "input": input},
+            "schemaless": {"echo": true},
+            "opted_out": {"echo": true, "input": input, "validate": false},
+        }},
+    ]});
+    let loaded = namespaces(document, &Recorder::off()).unwrap();
+    let validates =
+        |namespace: usize, name: &str| loaded[namespace].functions[name].validates_input();
+    assert!(validates(0, "checked") && !validates(0, "described"));
+    assert!(validates(1, "checked") && !validates(1, "schemaless"));
+    assert!(!validates(1, "opted_out"), "a function's own validate wins over its namespace's");
+}
+
+#[test]
 fn the_format_is_checked_key_by_key() {
     for (document, message) in [
         (json!([]), "test.json: expected {\"namespaces\": [...]}"),
@@ -129,6 +151,18 @@ fn the_format_is_checked_key_by_key() {
         (
             json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "description": []}}}]}),
             "test.json: function \"f\": description must be a string",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "validate": true}}}]}),
+            "test.json: function \"f\": validate needs an input schema",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "functions": {"f": {"echo": true, "validate": 1}}}]}),
+            "test.json: function \"f\": validate must be a boolean",
+        ),
+        (
+            json!({"namespaces": [{"global": "t", "validate": "yes", "functions": {}}]}),
+            "test.json: a namespace's validate must be a boolean",
         ),
         (
             json!({"namespaces": [{"global": "t", "functions": {"f": {"command": []}}}]}),

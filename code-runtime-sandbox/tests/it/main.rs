@@ -386,40 +386,42 @@ fn processes_in(namespace: u64) -> Vec<String> {
 
 #[test]
 fn the_host_counts_the_whole_cell() {
-    // Four processes spinning for 1.5 s each: the cell's CPU time is theirs together.
+    // Four processes that each spin until they have used 0.5 s of CPU of their own (CPU time,
+    // not wall time: on a loaded machine they take longer, never less): the cell's CPU time is
+    // theirs together, the three reaped children's through the worker's children's times.
     let script = r#"
 import os, time
+def spin():
+    while time.process_time() < 0.5:
+        pass
 children = []
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
-        end = time.time() + 1.5
-        while time.time() < end:
-            pass
+        spin()
         os._exit(0)
     children.append(pid)
 blob = bytearray(48 << 20)
 for i in range(0, len(blob), 4096):
     blob[i] = 1
 print("busy", flush=True)
-end = time.time() + 1.5
-while time.time() < end:
-    pass
+spin()
 for pid in children:
     os.waitpid(pid, 0)
+print("done", flush=True)
 time.sleep(30)
 "#;
     let plan = plan(Options::default(), script);
     let (mut cell, mut stdout, _stderr) = start(&plan, CellLimits::new(256 << 20, 30));
-    let mut busy = [0u8; 5];
-    stdout.read_exact(&mut busy).unwrap();
+    let mut line = [0u8; 5];
+    stdout.read_exact(&mut line).unwrap();
+    assert_eq!(&line, b"busy\n");
     let usage = cell.usage();
     assert!(usage.memory_bytes >= 48 << 20, "the worker's memory is counted: {usage:?}");
-    std::thread::sleep(Duration::from_millis(2500));
+    stdout.read_exact(&mut line).unwrap();
+    assert_eq!(&line, b"done\n");
     let usage = cell.usage();
-    // On 2 cores the four spinners get about 2 s between them; reaped children count through
-    // the worker's children's times.
-    assert!(usage.cpu >= Duration::from_millis(1500), "CPU of every process counts: {usage:?}");
+    assert!(usage.cpu >= Duration::from_millis(2000), "CPU of every process counts: {usage:?}");
     cell.kill();
     wait(&mut cell, Duration::from_secs(10));
 }

@@ -97,3 +97,23 @@ pub fn too_many_pending(label: &str, limit: u64) -> String {
         json::quote(label)
     )
 }
+
+/// A call whose argument does not match its function's input schema
+/// ([`BindingFunction::validate_input`](crate::BindingFunction::validate_input)): `path` is the
+/// JSON Pointer of the first failing value (empty for the argument itself), `detail` the
+/// validator's explanation.
+pub fn argument_mismatch(label: &str, path: &str, detail: &str) -> String {
+    let at = if path.is_empty() { String::new() } else { format!(" at {path}") };
+    format!(
+        "binding {} was not called: its argument{at} does not match its schema: {detail}",
+        json::quote(label)
+    )
+}
+
+/// A call whose argument is nested too deeply to check against its input schema.
+pub fn argument_too_deep(label: &str, limit: usize) -> String {
+    format!(
+        "binding {} was not called: its argument nests more than {limit} levels deep, too deep to check against its schema",
+        json::quote(label)
+    )
+}

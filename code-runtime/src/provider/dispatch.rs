@@ -13,6 +13,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::binding::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace};
+use crate::input_schema::InputSchema;
 use crate::json::{self, JsonValue};
 use crate::limits::Limits;
 use crate::provider::{catalogue, reactor};
@@ -38,10 +39,13 @@ struct Entry {
     name: String,
     label: String,
     function: BindingFunction,
+    /// The compiled input schema, when the function validates its input.
+    input: Option<Arc<InputSchema>>,
 }
 
 impl BindingTable {
-    /// The table of `namespaces`.
+    /// The table of `namespaces`. A function whose input schema does not compile is not checked;
+    /// [`validate_bindings`](crate::provider::validate_bindings) refuses such a request first.
     pub fn new(namespaces: &[CodeBindingNamespace]) -> Self {
         let functions = namespaces
             .iter()
@@ -51,6 +55,7 @@ impl BindingTable {
                     name: name.clone(),
                     label: format!("{}.{name}", namespace.global),
                     function: function.clone(),
+                    input: function.input_check().ok().flatten(),
                 })
             })
             .collect();
@@ -148,8 +153,9 @@ impl Calls {
     }
 
     /// Starts a call: the host closure runs now, inside the call's span, and its future is polled
-    /// with the others. A call the run's budgets refuse, or of a function the table does not
-    /// have, is answered at once: `Err` holds the rejection, and no host closure ran.
+    /// with the others. A call the run's budgets refuse, whose argument does not match its input
+    /// schema, or of a function the table does not have, is answered at once: `Err` holds the
+    /// rejection, and no host closure ran.
     pub(crate) fn start(
         &mut self,
         id: CallId,
@@ -163,6 +169,9 @@ impl Calls {
         };
         let index = function.0 as usize;
         self.admit(&entry.label, index)?;
+        if let Some(input) = &entry.input {
+            input.check(&entry.label, &args)?;
+        }
         self.made += 1;
         self.made_per_function[index] += 1;
         let span = tracing::info_span!(

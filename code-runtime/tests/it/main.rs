@@ -6,6 +6,7 @@ mod context;
 mod declaration;
 mod fake;
 mod host;
+mod input;
 mod json;
 mod ledger;
 mod limits;
