@@ -15,7 +15,7 @@ use swc_ts_fast_strip::{Mode, Options};
 /// bounds it.
 pub(crate) const MAX_PROGRAM_BYTES: usize = 1 << 20;
 
-/// The strip thread's stack: a base, plus this much per byte of program. A level of nesting took
+/// The strip's stack: a base, plus this much per byte of program. A level of nesting took
 /// up to 2.7 KiB of stack in a debug build (measured on parentheses, `!`, arrows and generic
 /// arrows at 3 000 levels); release builds take less. Only the pages a strip touches are ever
 /// committed: the rest is address space.
@@ -41,8 +41,8 @@ pub(crate) struct Stripped {
 #[error("{0}")]
 pub(crate) struct StripError(String);
 
-/// Strips the types from `program`, on a thread of its own whose stack fits the program's size
-/// (see [`MAX_PROGRAM_BYTES`]): whatever the program nests, the strip cannot overflow a stack.
+/// Strips the types from `program`, on a stack of its own whose size fits the program's (see
+/// [`MAX_PROGRAM_BYTES`]): whatever the program nests, the strip cannot overflow a stack.
 ///
 /// # Errors
 ///
@@ -56,13 +56,12 @@ pub(crate) fn strip_program(program: &str) -> Result<Stripped, StripError> {
     }
     let source = format!("{PARSE_HEADER}{program}{PARSE_TRAILER}");
     let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
-    let stripped = std::thread::scope(|scope| {
-        let strip = std::thread::Builder::new()
-            .name("code-runtime-strip".to_owned())
-            .stack_size(stack)
-            .spawn_scoped(scope, || strip(&source, PARSE_HEADER.len()))
-            .map_err(|error| StripError(format!("cannot start the type stripper: {error}")))?;
-        strip.join().unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
+    // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and
+    // unmapped after it. A thread of its own would do the same at the cost of starting it and of
+    // waking a core for it, a few hundred microseconds when that core was idle.
+    let stripped = stacker::grow(stack, || {
+        std::panic::catch_unwind(|| strip(&source, PARSE_HEADER.len()))
+            .unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
     })?;
     // Strip-only mode replaces types with blanks and leaves every other byte where it was, so
     // the wrapper is still there, byte for byte.
