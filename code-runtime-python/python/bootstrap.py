@@ -455,6 +455,10 @@ def _drive(coroutine):
             )
 
 
+async def _awaited(value):
+    return await value
+
+
 def _run_asyncio(main):
     global _loop
     import asyncio
@@ -481,7 +485,11 @@ def _run_asyncio(main):
         _loop = asyncio.get_running_loop()
         _loop.add_reader(_FD, on_readable)
         try:
-            return await main()
+            value = await main()
+            # A returned awaitable is awaited, as a returned promise is in TypeScript.
+            while hasattr(value, "__await__"):
+                value = await value
+            return value
         finally:
             _loop.remove_reader(_FD)
 
@@ -522,6 +530,18 @@ def _execute(program, scope):
     try:
         tree = compile(program, _PROGRAM, "exec", _ast.PyCF_ONLY_AST)
         body = tree.body or [_ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)]
+        # A program that ends with an expression gives its value, as a notebook cell does.
+        last = body[-1]
+        if len(body) == 1 and type(last) in (_ast.FunctionDef, _ast.AsyncFunctionDef):
+            # A program that is one function is called (its coroutine is awaited below).
+            at = dict(lineno=last.end_lineno, col_offset=0, end_lineno=last.end_lineno, end_col_offset=0)
+            call = _ast.Call(func=_ast.Name(id=last.name, ctx=_ast.Load(), **at), args=[], keywords=[], **at)
+            body.append(_ast.Return(value=call, **at))
+        elif type(last) is _ast.Expr:
+            body[-1] = _ast.Return(
+                value=last.value, lineno=last.lineno, col_offset=last.col_offset,
+                end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
+            )
         arguments = _ast.arguments(
             posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
         )
@@ -545,10 +565,15 @@ def _execute(program, scope):
             if not hasattr(coroutine, "send"):
                 raise SyntaxError("'yield' is not allowed in the program body")
             value = _drive(coroutine)
+            # A returned awaitable is awaited, as a returned promise is in TypeScript.
+            while hasattr(value, "__await__"):
+                value = _drive(_awaited(value))
     except BaseException as error:
         return _done_error("exception", _render(error))
     if value is None:
         return '{"type":"done"}'
+    if callable(value):
+        return _done_error("invalid-output", "function")
     try:
         text, size = _encode(value)
     except _Lossy:

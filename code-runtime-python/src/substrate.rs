@@ -327,6 +327,11 @@ impl ChildSubstrate {
                 Done::Failed { kind: FailureKind::OutputLimit, .. } => {
                     Ending::Stopped(StopReason::OutputExceeded)
                 }
+                Done::Failed { kind: FailureKind::InvalidOutput, message }
+                    if message == "function" =>
+                {
+                    Ending::ReturnedFunction
+                }
                 Done::Failed { kind: FailureKind::InvalidOutput, .. } => Ending::InvalidOutput,
                 Done::Failed { message, .. } => Ending::Threw(message),
             })),

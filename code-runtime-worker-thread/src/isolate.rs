@@ -271,6 +271,9 @@ fn completion(
     if value.is_undefined() {
         return Some(Ending::Completed(None));
     }
+    if value.is_function() {
+        return Some(Ending::ReturnedFunction);
+    }
     let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
     match convert::from_v8(scope, &run.intrinsics, value, &mut meter) {
         Ok(value) => Some(Ending::Completed(Some(value))),

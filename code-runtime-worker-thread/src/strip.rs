@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use swc_common::errors::{DiagnosticBuilder, Emitter, Handler};
 use swc_common::sync::Lrc;
-use swc_common::{GLOBALS, Globals, SourceMap, Spanned};
+use swc_common::{BytePos, GLOBALS, Globals, SourceMap, Spanned};
+use swc_ecma_ast::{Decl, Expr, Stmt};
+use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax};
 use swc_ts_fast_strip::{Mode, Options};
 
 /// The largest program accepted, in bytes (a megabyte is far beyond what a model writes in one
@@ -54,20 +56,115 @@ pub(crate) fn strip_program(program: &str) -> Result<Stripped, StripError> {
             program.len()
         )));
     }
-    let source = format!("{PARSE_HEADER}{program}{PARSE_TRAILER}");
+    let source = format!("{PARSE_HEADER}{}{PARSE_TRAILER}", exported_default(program));
     let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
     // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and
     // unmapped after it. A thread of its own would do the same at the cost of starting it and of
     // waking a core for it, a few hundred microseconds when that core was idle.
     let stripped = stacker::grow(stack, || {
-        std::panic::catch_unwind(|| strip(&source, PARSE_HEADER.len()))
-            .unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
+        std::panic::catch_unwind(|| {
+            let stripped = strip(&source, PARSE_HEADER.len())?;
+            Ok(with_completion(stripped))
+        })
+        .unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
     })?;
     // Strip-only mode replaces types with blanks and leaves every other byte where it was, so
     // the wrapper is still there, byte for byte.
     match stripped.strip_prefix(PARSE_HEADER).and_then(|rest| rest.strip_suffix(PARSE_TRAILER)) {
         Some(body) => Ok(Stripped { body: body.to_owned() }),
         None => Err(StripError("the type stripper moved the program's text".to_owned())),
+    }
+}
+
+/// `program` with an `export default` that begins it (after comments) blanked out (the same
+/// number of spaces, so positions stay), leaving what it exported as the program's only
+/// statement: a function to call, under [`with_completion`]'s rule.
+fn exported_default(program: &str) -> std::borrow::Cow<'_, str> {
+    const EXPORT_DEFAULT: &str = "export default";
+    let mut start = 0;
+    loop {
+        let rest = &program[start..];
+        let code = rest.trim_start();
+        start += rest.len() - code.len();
+        let skipped = if code.starts_with("//") {
+            code.find('\n').unwrap_or(code.len())
+        } else if code.starts_with("/*") {
+            match code.find("*/") {
+                Some(end) => end + 2,
+                None => break,
+            }
+        } else {
+            break;
+        };
+        start += skipped;
+    }
+    let rest = &program[start..];
+    match rest.strip_prefix(EXPORT_DEFAULT) {
+        Some(after) if after.starts_with(char::is_whitespace) => {
+            let blank = " ".repeat(EXPORT_DEFAULT.len());
+            format!("{}{blank}{after}", &program[..start]).into()
+        }
+        _ => program.into(),
+    }
+}
+
+/// The stripped source (`PARSE_HEADER`, the program, `PARSE_TRAILER`) with the program's
+/// completion made its value (DESIGN.md §9, "what programs look like"):
+///
+/// - a program that is one function (an arrow function or a function expression, `async` or
+///   not, or a function declaration) is called: `return (` before it, `)()` after it;
+/// - otherwise, when its last statement is an expression (but not an assignment or `x++`),
+///   `return ` goes before that expression, so its value, or what its promise settles to, is the
+///   result when no earlier `return` ran.
+///
+/// Text is only inserted, on the line of the statement, so every line keeps its number (the
+/// columns after the insertion on that one line move by 7 or 8). Source that does not parse is
+/// left as it is (V8 reports its error).
+fn with_completion(source: String) -> String {
+    let Some(edits) = completion_edits(&source) else { return source };
+    let mut out = source;
+    // From the end, so the earlier offset stays valid.
+    for (offset, text) in edits.into_iter().rev() {
+        out.insert_str(offset, text);
+    }
+    out
+}
+
+/// Where [`with_completion`] inserts what, in source order.
+fn completion_edits(source: &str) -> Option<Vec<(usize, &'static str)>> {
+    // Positions start at 1: swc keeps 0 for "no position".
+    let end = u32::try_from(source.len()).ok()?.checked_add(1)?;
+    let input = StringInput::new(source, BytePos(1), BytePos(end));
+    let mut parser = Parser::new(Syntax::Es(EsSyntax::default()), input, None);
+    let script = parser.parse_script().ok()?;
+    let offset = |position: BytePos| (position.0 as usize).checked_sub(1);
+    // The script is the parse wrapper: one parenthesised async function.
+    let [Stmt::Expr(wrapper)] = script.body.as_slice() else { return None };
+    let mut expression = &*wrapper.expr;
+    while let Expr::Paren(inner) = expression {
+        expression = &inner.expr;
+    }
+    let Expr::Fn(function) = expression else { return None };
+    let body = &function.function.body.as_ref()?.stmts;
+    let unwrapped = |mut expression: &Expr| {
+        while let Expr::Paren(inner) = expression {
+            expression = &inner.expr;
+        }
+        matches!(expression, Expr::Arrow(_) | Expr::Fn(_))
+    };
+    match body.as_slice() {
+        [Stmt::Expr(lone)] if unwrapped(&lone.expr) => {
+            let span = lone.expr.span();
+            Some(vec![(offset(span.lo)?, "return ("), (offset(span.hi)?, ")()")])
+        }
+        [Stmt::Decl(Decl::Fn(declared))] => {
+            let span = declared.span();
+            Some(vec![(offset(span.lo)?, "return ("), (offset(span.hi)?, ")()")])
+        }
+        [.., Stmt::Expr(last)] if !matches!(&*last.expr, Expr::Assign(_) | Expr::Update(_)) => {
+            Some(vec![(offset(last.expr.span().lo)?, "return ")])
+        }
+        _ => None,
     }
 }
 
@@ -113,5 +210,43 @@ impl Emitter for Collect {
         if let Ok(mut found) = self.found.lock() {
             found.push(format!("{message}{}", position.unwrap_or_default()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_program;
+
+    fn body(program: &str) -> String {
+        strip_program(program).expect("strips").body
+    }
+
+    #[test]
+    fn a_program_that_is_one_function_is_called() {
+        assert_eq!(body("async () => { return 1 }"), "return (async () => { return 1 })()");
+        assert_eq!(body("(async () => 1);"), "return ((async () => 1))();");
+        assert_eq!(body("async function main() {}"), "return (async function main() {})()");
+        // `export default` after comments is blanked in place: lines and columns stay.
+        assert_eq!(
+            body("// one\nexport default async () => 2"),
+            "// one\n               return (async () => 2)()"
+        );
+    }
+
+    #[test]
+    fn a_last_expression_is_returned_but_not_an_assignment() {
+        assert_eq!(body("const x: number = 1;\nx + 1;"), "const x         = 1;\nreturn x + 1;");
+        assert_eq!(body("let y = 0;\ny = 5"), "let y = 0;\ny = 5");
+        assert_eq!(body("let y = 0;\ny++"), "let y = 0;\ny++");
+        assert_eq!(body("return 1;"), "return 1;");
+        assert_eq!(body("if (a) return 1;\nf()"), "if (a) return 1;\nreturn f()");
+        // Two functions, or a function and a call: only the last expression counts.
+        assert_eq!(body("const f = () => 1;\nf"), "const f = () => 1;\nreturn f");
+    }
+
+    #[test]
+    fn export_is_only_blanked_at_the_start() {
+        let error = strip_program("const a = 1;\nexport default a;").unwrap_err();
+        assert!(error.to_string().contains("export"), "{error}");
     }
 }

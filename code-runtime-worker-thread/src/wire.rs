@@ -87,6 +87,7 @@ fn ending_value(ending: Ending) -> JsonValue {
         Ending::Completed(Some(value)) => object("value", value),
         Ending::Threw(text) => object("threw", JsonValue::String(text)),
         Ending::InvalidOutput => json!("invalid-output"),
+        Ending::ReturnedFunction => json!("returned-function"),
         Ending::Stopped(StopReason::OutputExceeded) => json!("output-limit"),
         Ending::Stopped(StopReason::OutOfMemory { .. }) => json!("out-of-memory"),
         Ending::Failed(text) => object("failed", JsonValue::String(text)),
@@ -214,6 +215,7 @@ fn ending(body: &mut JsonValue, max_memory_mb: u64) -> Result<Ending, Malformed>
     match body.as_str() {
         Some("undefined") => return Ok(Ending::Completed(None)),
         Some("invalid-output") => return Ok(Ending::InvalidOutput),
+        Some("returned-function") => return Ok(Ending::ReturnedFunction),
         Some("output-limit") => return Ok(Ending::Stopped(StopReason::OutputExceeded)),
         Some("out-of-memory") => {
             return Ok(Ending::Stopped(StopReason::OutOfMemory { max_memory_mb }));

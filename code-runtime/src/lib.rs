@@ -71,6 +71,7 @@ mod event;
 mod input_schema;
 pub mod json;
 mod limits;
+mod program_text;
 pub mod provider;
 mod request;
 mod result;

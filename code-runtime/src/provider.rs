@@ -33,6 +33,7 @@ mod report;
 mod spare;
 
 pub use crate::binding::BindingFuture;
+pub use crate::program_text::unfenced;
 pub use crate::provider::clock::CpuClock;
 pub use crate::provider::dispatch::{BindingTable, CallId, FunctionId};
 pub use crate::provider::ending::{Ending, StopReason};

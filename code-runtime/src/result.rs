@@ -207,6 +207,11 @@ impl CodeRunFailure {
         Self::new(FailureKind::InvalidOutput, "program completion must be lossless JSON")
     }
 
+    /// The program's completion value was a function.
+    pub(crate) fn returned_function() -> Self {
+        Self::new(FailureKind::InvalidOutput, "the program returned a function; call it")
+    }
+
     /// The logs plus the value or diagnostic did not fit `max_output_bytes` (the full message; the
     /// ledger may return only a prefix of it when the budget is tiny).
     pub(crate) fn output_limit(max_output_bytes: usize) -> Self {

@@ -19,6 +19,9 @@ pub enum Ending {
     Threw(String),
     /// The program's completion was not lossless JSON (`invalid-output`).
     InvalidOutput,
+    /// The program's completion was a function (`invalid-output`, "the program returned a
+    /// function; call it"): the model wrote the program as a function and never called it.
+    ReturnedFunction,
     /// The host stopped the run.
     Stopped(StopReason),
     /// The substrate went away without settling, with its exit code when known (`worker-exit`).
@@ -62,6 +65,7 @@ impl Ending {
             Ending::Completed(value) => Ok(value),
             Ending::Threw(message) => Err(CodeRunFailure::exception(message)),
             Ending::InvalidOutput => Err(CodeRunFailure::invalid_output()),
+            Ending::ReturnedFunction => Err(CodeRunFailure::returned_function()),
             Ending::Stopped(reason) => Err(reason.failure()),
             Ending::Exited(Some(code)) => Err(CodeRunFailure::worker_exited(code)),
             Ending::Exited(None) => Err(CodeRunFailure::worker_exited("unknown")),

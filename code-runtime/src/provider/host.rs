@@ -20,7 +20,7 @@ use crate::provider::dispatch::Calls;
 use crate::provider::report::RunReport;
 use crate::provider::{
     Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, RunGate, RunPermit,
-    StopReason, reactor, validate_bindings,
+    StopReason, reactor, unfenced, validate_bindings,
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
@@ -166,7 +166,7 @@ impl Host {
     }
 
     /// Runs `request`: the checks every provider makes, in order (disposed, bindings, per-request
-    /// limits, cancelled), a slot, then `start` to make the substrate (an `Err` ends the run with
+    /// limits, cancelled), the program taken out of its Markdown fence ([`unfenced`]), a slot, then `start` to make the substrate (an `Err` ends the run with
     /// that ending, no substrate made), then the host loop until the run ends.
     ///
     /// # Errors
@@ -192,6 +192,7 @@ impl Host {
         validate_bindings(&request.bindings)?;
         let limits = self.limits.tighten(&request.limits)?;
         let CodeRunRequest { program, bindings, signal, events, .. } = request;
+        let program = unfenced(&program).unwrap_or(program);
         let mut report = RunReport::new(self.language, self.isolation, events, started);
         let span = report.span().clone();
         let result = async {

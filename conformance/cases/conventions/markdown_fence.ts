@@ -1,0 +1,6 @@
+```typescript
+// A model answered with its program in a Markdown code fence: it runs as the fence's content,
+// with every line where it was.
+const orders = await tools.list_orders({});
+return orders.map((order) => order.id);
+```
