@@ -304,6 +304,29 @@ def _binding_error(binding, message, data=None):
 class _Call:
     __slots__ = ("id", "binding", "failure", "future")
 
+    def _label(self):
+        return self.binding._global + "." + self.binding._name
+
+    def _not_awaited(self, *args):
+        # The call was made; its value is only reached through `await` (smolagents-style
+        # programs call tools as if they were synchronous).
+        raise TypeError(_message("notAwaited", binding=self._label()))
+
+    # Printed, formatted, tested, measured, indexed, iterated, searched or compared in order:
+    # a clear error at that use, never a silent `<_Call object>`.
+    __str__ = __format__ = __bool__ = __len__ = __getitem__ = __iter__ = _not_awaited
+    __contains__ = __lt__ = __le__ = __gt__ = __ge__ = __int__ = __float__ = _not_awaited
+    __add__ = __radd__ = __sub__ = __mul__ = __truediv__ = _not_awaited
+
+    def __getattr__(self, name):
+        # Only names the class does not have: `result.get(...)`, `result.items`.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._not_awaited()
+
+    def __repr__(self):
+        return "<" + self._label() + "(...) call, not awaited>"
+
     def __await__(self):
         if self.failure is not None:
             raise self.failure

@@ -35,14 +35,19 @@ pub const CALLS_OVER_BUDGET: &str =
 /// A resolution nested more deeply than the Python child can parse.
 pub const RESOLUTION_TOO_DEEP: &str = "binding resolution is nested too deeply";
 
+/// A Python binding call used as a value without `await` (printed, tested, measured, indexed,
+/// iterated): a `TypeError` at that use. The call itself was made.
+pub const NOT_AWAITED: &str = "{binding}(...) was not awaited: write `await {binding}(...)`";
+
 /// The templates a substrate outside this process fills in itself, by key.
-pub const SUBSTRATE_MESSAGES: [(&str, &str); 6] = [
+pub const SUBSTRATE_MESSAGES: [(&str, &str); 7] = [
     ("unrenderable", UNRENDERABLE_EXCEPTION),
     ("lossyArguments", LOSSY_ARGUMENTS),
     ("tooManyArguments", TOO_MANY_ARGUMENTS),
     ("mixedArguments", MIXED_ARGUMENTS),
     ("argumentsTooLarge", ARGUMENTS_TOO_LARGE),
     ("resolutionTooDeep", RESOLUTION_TOO_DEEP),
+    ("notAwaited", NOT_AWAITED),
 ];
 
 /// [`TOO_MANY_ARGUMENTS`] filled in.
