@@ -21,7 +21,6 @@ _FD = globals()["_FD"]
 _WRAPPER = ""
 _MESSAGES = {}
 _PROGRAM = "<program>"
-_BOOTSTRAP_FILE = sys._getframe().f_code.co_filename
 
 _write = posix.write
 _read = posix.read
@@ -536,8 +535,9 @@ def _render(error):
             if id(current) in seen:
                 continue
             seen.add(id(current))
-            # The bootstrap's own frames are noise to the program's author.
-            kept = [frame for frame in current.stack if frame.filename != _BOOTSTRAP_FILE]
+            # Only the program's own frames: the bootstrap's and the standard library's are
+            # noise to its author, and their paths are the host's.
+            kept = [frame for frame in current.stack if frame.filename == _PROGRAM]
             current.stack = traceback.StackSummary.from_list(kept)
             pending.extend(x for x in (current.__cause__, current.__context__) if x is not None)
         return "".join(report.format()).rstrip("\n")
@@ -636,6 +636,11 @@ def _main():
     stdout, stderr = _Stream("stdout"), _Stream("stderr")
     sys.stdout, sys.stderr = stdout, stderr
     sys.setrecursionlimit(20000)
+    # Modules programs use without importing them (code-mode prompts often show them as given);
+    # imported only when the program mentions them, and never over a namespace of that name.
+    for module in ("json", "asyncio"):
+        if module in _source and module not in scope:
+            scope[module] = __import__(module)
     done = _execute(_source, scope)
     stdout.flush_line()
     stderr.flush_line()

@@ -26,6 +26,7 @@ mod clock;
 mod dispatch;
 mod ending;
 mod gate;
+mod hint;
 mod host;
 mod ledger;
 pub mod reactor;

@@ -122,3 +122,12 @@ pub fn argument_too_deep(label: &str, limit: usize) -> String {
         json::quote(label)
     )
 }
+
+/// The hint after an exception that names a host API or module the program cannot have here
+/// (`ReferenceError: fs is not defined`, `ModuleNotFoundError: No module named 'requests'`).
+pub fn no_host_api(name: &str, bindings: &str) -> String {
+    format!(
+        "hint: there is no {name} here: the program runs in a sandbox without files, network or \
+         host APIs, and reaches the outside only through its bindings: {bindings}"
+    )
+}

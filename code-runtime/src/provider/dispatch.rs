@@ -147,6 +147,11 @@ impl Calls {
         &self.table
     }
 
+    /// The table, to keep once the calls are gone.
+    pub(crate) fn table_handle(&self) -> Arc<BindingTable> {
+        self.table.clone()
+    }
+
     /// Calls admitted so far (budget rejections are not calls the host saw).
     pub(crate) fn made(&self) -> u64 {
         self.made

@@ -17,6 +17,7 @@ use crate::error::{ConfigError, ContractError};
 use crate::json::JsonValue;
 use crate::limits::Limits;
 use crate::provider::dispatch::Calls;
+use crate::provider::hint;
 use crate::provider::report::RunReport;
 use crate::provider::{
     Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, RunGate, RunPermit,
@@ -341,9 +342,10 @@ async fn drive<S: Substrate>(
         report.measured(substrate.compute_used(), calls.made());
     }
     // The documented rule: calls still in flight when a run ends are cancelled (dropped).
+    let table = calls.table_handle();
     drop(calls);
     let Some(substrate) = running.substrate.take() else {
-        return ledger.settle(ending);
+        return ledger.settle(hint::explained(ending, &table));
     };
     let teardown = substrate.teardown(ending).await;
     let permit = running.permit.take();
@@ -358,7 +360,7 @@ async fn drive<S: Substrate>(
     for line in teardown.logs {
         let _ = admit(&mut ledger, report, line);
     }
-    ledger.settle(teardown.ending)
+    ledger.settle(hint::explained(teardown.ending, &table))
 }
 
 /// Offers a line to the ledger; one it keeps is an event.
