@@ -72,6 +72,7 @@ mod cell;
 mod config;
 mod convert;
 mod globals;
+mod imports;
 mod isolate;
 mod memory;
 mod message;

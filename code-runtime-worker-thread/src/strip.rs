@@ -11,6 +11,9 @@ use swc_ecma_ast::{Decl, Expr, Stmt};
 use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax};
 use swc_ts_fast_strip::{Mode, Options};
 
+use crate::globals::NamespaceSetup;
+use crate::imports;
+
 /// The largest program accepted, in bytes (a megabyte is far beyond what a model writes in one
 /// turn). swc's parser and visitors recurse once per level of syntax nesting, and one byte can be
 /// a level (`!!!!1`, `((((1`), so the stack the strip needs grows with the program; this bound
@@ -43,20 +46,30 @@ pub(crate) struct Stripped {
 #[error("{0}")]
 pub(crate) struct StripError(String);
 
+impl StripError {
+    pub(crate) fn new(message: String) -> Self {
+        Self(message)
+    }
+}
+
 /// Strips the types from `program`, on a stack of its own whose size fits the program's (see
 /// [`MAX_PROGRAM_BYTES`]): whatever the program nests, the strip cannot overflow a stack.
 ///
 /// # Errors
 ///
 /// A program over [`MAX_PROGRAM_BYTES`], or the first diagnostic of the stripper.
-pub(crate) fn strip_program(program: &str) -> Result<Stripped, StripError> {
+pub(crate) fn strip_program(
+    program: &str,
+    namespaces: &[NamespaceSetup],
+) -> Result<Stripped, StripError> {
     if program.len() > MAX_PROGRAM_BYTES {
         return Err(StripError(format!(
             "the program is {} bytes long; at most {MAX_PROGRAM_BYTES} bytes are accepted",
             program.len()
         )));
     }
-    let source = format!("{PARSE_HEADER}{}{PARSE_TRAILER}", exported_default(program));
+    let program = imports::resolved(program, namespaces)?;
+    let source = format!("{PARSE_HEADER}{}{PARSE_TRAILER}", exported_default(&program));
     let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
     // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and
     // unmapped after it. A thread of its own would do the same at the cost of starting it and of
@@ -218,7 +231,7 @@ mod tests {
     use super::strip_program;
 
     fn body(program: &str) -> String {
-        strip_program(program).expect("strips").body
+        strip_program(program, &[]).expect("strips").body
     }
 
     #[test]
@@ -246,7 +259,7 @@ mod tests {
 
     #[test]
     fn export_is_only_blanked_at_the_start() {
-        let error = strip_program("const a = 1;\nexport default a;").unwrap_err();
+        let error = strip_program("const a = 1;\nexport default a;", &[]).unwrap_err();
         assert!(error.to_string().contains("export"), "{error}");
     }
 }

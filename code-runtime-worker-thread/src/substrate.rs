@@ -48,22 +48,23 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
             .filter_map(|namespace| namespace.error_class.as_ref())
             .map(|class| class.name.clone()),
     );
-    let stripped =
-        strip::strip_program(&program).map_err(|error| Ending::Threw(error.to_string()))?;
+    let namespaces: Vec<NamespaceSetup> = namespaces
+        .iter()
+        .map(|namespace| NamespaceSetup {
+            global: namespace.global.clone(),
+            names: namespace.functions.keys().cloned().collect(),
+            error_class: namespace
+                .error_class
+                .as_ref()
+                .map(|class| (class.name.clone(), class.member_name_property.clone())),
+        })
+        .collect();
+    let stripped = strip::strip_program(&program, &namespaces)
+        .map_err(|error| Ending::Threw(error.to_string()))?;
     Ok(Program {
         body: stripped.body,
         parameters,
-        namespaces: namespaces
-            .iter()
-            .map(|namespace| NamespaceSetup {
-                global: namespace.global.clone(),
-                names: namespace.functions.keys().cloned().collect(),
-                error_class: namespace
-                    .error_class
-                    .as_ref()
-                    .map(|class| (class.name.clone(), class.member_name_property.clone())),
-            })
-            .collect(),
+        namespaces,
         max_output_bytes: limits.output_bytes(),
     })
 }
