@@ -340,22 +340,46 @@ class _Call:
 
 
 class _Binding:
-    __slots__ = ("_global", "_name", "_error")
+    __slots__ = ("_global", "_name", "_error", "_parameters")
 
-    def __init__(self, global_name, name, error):
+    def __init__(self, global_name, name, error, parameters):
         self._global = global_name
         self._name = name
         self._error = error
+        # The input schema's property names, in order, when it describes an object: positional
+        # arguments take them (`tools.query("SELECT 1")` is `{"sql": "SELECT 1"}`).
+        self._parameters = parameters
+
+    def _argument(self, label, args, kwargs):
+        # One JSON argument: none is `null`, keywords are one object (DESIGN.md §9 items 7-8).
+        parameters = self._parameters
+        if parameters is None:
+            if args and kwargs:
+                raise TypeError(_message("mixedArguments", binding=label))
+            if len(args) > 1:
+                raise TypeError(_message("tooManyArguments", binding=label, count=len(args)))
+            return args[0] if args else (kwargs if kwargs else None)
+        if len(args) > len(parameters):
+            raise TypeError(_message(
+                "tooManyPositional", binding=label, limit=len(parameters),
+                names=", ".join(parameters), count=len(args),
+            ))
+        # An object (or nothing) given alone is the whole argument, as without a schema.
+        if len(args) == 1 and not kwargs and (args[0] is None or type(args[0]) is dict):
+            return args[0]
+        if not args:
+            return kwargs if kwargs else None
+        argument = dict(zip(parameters, args))
+        for name, value in kwargs.items():
+            if name in argument:
+                raise TypeError(_message("duplicateArgument", binding=label, name=name))
+            argument[name] = value
+        return argument
 
     def __call__(self, *args, **kwargs):
         global _next_id
         label = self._global + "." + self._name
-        # One JSON argument: none is `null`, keywords are one object (DESIGN.md §9 items 7-8).
-        if args and kwargs:
-            raise TypeError(_message("mixedArguments", binding=label))
-        if len(args) > 1:
-            raise TypeError(_message("tooManyArguments", binding=label, count=len(args)))
-        argument = args[0] if args else (kwargs if kwargs else None)
+        argument = self._argument(label, args, kwargs)
         call = _Call()
         call.binding = self
         call.failure = None
@@ -628,7 +652,11 @@ def _main():
         namespace = _Namespace()
         object.__setattr__(namespace, "_global", global_name)
         object.__setattr__(
-            namespace, "_members", {name: _Binding(global_name, name, error) for name in declared["names"]}
+            namespace, "_members",
+            {
+                name: _Binding(global_name, name, error, declared.get("parameters", {}).get(name))
+                for name in declared["names"]
+            },
         )
         scope[global_name] = namespace
     _send('{"type":"boot-ack"}')

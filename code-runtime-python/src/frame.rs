@@ -166,6 +166,30 @@ pub fn boot(
             out.push_str(&json::quote(name));
         }
         out.push(']');
+        // Positional parameter names, for the functions whose input schema has them.
+        let mut parameters = namespace
+            .functions
+            .iter()
+            .filter_map(|(name, function)| Some((name, function.parameters()?)))
+            .peekable();
+        if parameters.peek().is_some() {
+            out.push_str(",\"parameters\":{");
+            for (index, (name, names)) in parameters.enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&json::quote(name));
+                out.push_str(":[");
+                for (index, parameter) in names.iter().enumerate() {
+                    if index > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&json::quote(parameter));
+                }
+                out.push(']');
+            }
+            out.push('}');
+        }
         if let Some(class) = &namespace.error_class {
             out.push_str(",\"errorClass\":{\"name\":");
             out.push_str(&json::quote(&class.name));

@@ -22,6 +22,8 @@ use crate::termination::Cause;
 pub(crate) struct NamespaceSetup {
     pub(crate) global: String,
     pub(crate) names: Vec<String>,
+    /// Per name, the positional argument names (`BindingFunction::parameters`), if any.
+    pub(crate) parameters: Vec<Option<Vec<String>>>,
     pub(crate) error_class: Option<(String, String)>,
 }
 
@@ -139,15 +141,21 @@ fn namespace_object<'s>(
 ) -> Option<v8::Local<'s, v8::Value>> {
     let null = v8::null(scope).into();
     let object = v8::Object::with_prototype_and_properties(scope, null, &[], &[]);
-    for name in &namespace.names {
+    for (position, name) in namespace.names.iter().enumerate() {
         let data = v8::Integer::new_from_unsigned(scope, u32::try_from(members.len()).ok()?);
         let function = v8::Function::builder(call_binding).data(data.into()).build(scope)?;
         let key = v8::String::new(scope, name)?;
         object.create_data_property(scope, key.into(), function.into())?;
         let label = format!("{}.{name}", namespace.global);
-        members.push(Member { namespace: index, name: name.clone(), label });
+        let parameters = namespace.parameters.get(position).cloned().flatten();
+        members.push(Member { namespace: index, name: name.clone(), label, parameters });
     }
     Some(object.into())
+}
+
+/// An object that is not an array, a function or another exotic kind: the whole argument.
+fn is_plain_object(value: v8::Local<'_, v8::Value>) -> bool {
+    value.is_object() && !value.is_array() && !value.is_function()
 }
 
 fn throw_type_error(scope: &mut v8::PinScope<'_, '_>, message: &str) {
@@ -240,7 +248,8 @@ fn clear_timeout(
 }
 
 /// A binding member. Its data is its [`FunctionId`]; it returns a promise that the host settles.
-/// No argument is JSON `null` (DESIGN.md §9 item 7); more than one is a `TypeError`.
+/// No argument is JSON `null` (DESIGN.md §9 item 7); more than one is a `TypeError`, unless the
+/// function has positional parameters (its input schema's properties), which they then fill.
 fn call_binding(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
@@ -249,21 +258,60 @@ fn call_binding(
     let Some(run) = state::of(scope) else { return };
     let Some(function) = args.data().uint32_value(scope).map(FunctionId) else { return };
     let Some(member) = run.members.get(function.0 as usize) else { return };
-    if args.length() > 1 {
-        let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
-        throw_type_error(scope, &catalogue::too_many_arguments(&member.label, count));
-        return;
+    let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
+    match &member.parameters {
+        None if count > 1 => {
+            throw_type_error(scope, &catalogue::too_many_arguments(&member.label, count));
+            return;
+        }
+        Some(names) if count > names.len() => {
+            throw_type_error(scope, &catalogue::too_many_positional(&member.label, names, count));
+            return;
+        }
+        _ => {}
     }
+    // Positional arguments take the input schema's property names, unless one object (or
+    // nothing, or `null`) is the whole argument, as without a schema.
+    let positional = member.parameters.clone().filter(|_| {
+        count > 1
+            || (count == 1 && !is_plain_object(args.get(0)) && !args.get(0).is_null_or_undefined())
+    });
     let Some(resolver) = v8::PromiseResolver::new(scope) else { return };
     rv.set(resolver.get_promise(scope).into());
     // The conversion runs program getters, which may call bindings and timers themselves: no
     // borrow of the state is held across it.
     let limit = run.bounds.budget.limit();
     let mut meter = Meter::new(limit, &run.bounds.termination);
-    let converted = if args.length() == 0 {
-        Ok(JsonValue::Null)
-    } else {
-        convert::from_v8(scope, &run.intrinsics, args.get(0), &mut meter)
+    let converted = match positional {
+        _ if count == 0 => Ok(JsonValue::Null),
+        None => convert::from_v8(scope, &run.intrinsics, args.get(0), &mut meter),
+        Some(names) => {
+            let mut object = serde_json::Map::new();
+            let mut failed = None;
+            for (index, name) in names.into_iter().enumerate().take(count) {
+                let value = args.get(i32::try_from(index).unwrap_or(i32::MAX));
+                // An `undefined` argument is a key left out, as `JSON.stringify` leaves it.
+                if value.is_undefined() {
+                    continue;
+                }
+                match convert::from_v8(scope, &run.intrinsics, value, &mut meter) {
+                    Ok(value) => {
+                        object.insert(name, value);
+                    }
+                    Err(refused) => {
+                        failed = Some(refused);
+                        break;
+                    }
+                }
+            }
+            match failed {
+                Some(refused) => {
+                    code_runtime::json::drop_value(JsonValue::Object(object));
+                    Err(refused)
+                }
+                None => Ok(JsonValue::Object(object)),
+            }
+        }
     };
     // The host's copy of the argument and the call's bookkeeping count against the memory
     // budget until the call settles, so a program calling in a loop without awaiting runs out of

@@ -219,6 +219,7 @@ mod tests {
         let namespace = |global: &str, names: &[&str]| NamespaceSetup {
             global: global.to_owned(),
             names: names.iter().map(|name| (*name).to_owned()).collect(),
+            parameters: vec![None; names.len()],
             error_class: None,
         };
         vec![

@@ -34,6 +34,8 @@ pub(crate) struct Member {
     pub(crate) name: String,
     /// `global.name`, as messages name it.
     pub(crate) label: String,
+    /// The positional argument names, when its input schema has them.
+    pub(crate) parameters: Option<Vec<String>>,
 }
 
 /// A namespace's error class: its constructor and its member-name property, or the intrinsic

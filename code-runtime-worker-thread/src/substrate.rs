@@ -53,6 +53,15 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
         .map(|namespace| NamespaceSetup {
             global: namespace.global.clone(),
             names: namespace.functions.keys().cloned().collect(),
+            parameters: namespace
+                .functions
+                .values()
+                .map(|function| {
+                    function
+                        .parameters()
+                        .map(|names| names.into_iter().map(str::to_owned).collect())
+                })
+                .collect(),
             error_class: namespace
                 .error_class
                 .as_ref()

@@ -109,6 +109,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
             json!({
                 "global": namespace.global,
                 "names": namespace.names,
+                "parameters": namespace.parameters,
                 "error_class": namespace.error_class.as_ref().map(|(name, property)| json!([name, property])),
             })
         })
@@ -285,9 +286,23 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
                 }
                 _ => None,
             };
+            let names = strings(namespace.get("names"))?;
+            // One entry per name: `null`, or the positional argument names.
+            let parameters = match namespace.get("parameters") {
+                None => vec![None; names.len()],
+                Some(JsonValue::Array(entries)) if entries.len() == names.len() => entries
+                    .iter()
+                    .map(|entry| match entry {
+                        JsonValue::Null => Some(None),
+                        other => strings(Some(other)).map(Some),
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+                Some(_) => return None,
+            };
             Some(crate::globals::NamespaceSetup {
                 global: string(namespace.get("global")?)?,
-                names: strings(namespace.get("names"))?,
+                names,
+                parameters,
                 error_class,
             })
         })
@@ -431,7 +446,8 @@ mod tests {
             parameters: vec!["console".to_owned(), "tools".to_owned(), "ToolError".to_owned()],
             namespaces: vec![NamespaceSetup {
                 global: "tools".to_owned(),
-                names: vec!["a".to_owned()],
+                names: vec!["a".to_owned(), "b".to_owned()],
+                parameters: vec![None, Some(vec!["path".to_owned(), "text".to_owned()])],
                 error_class: Some(("ToolError".to_owned(), "tool".to_owned())),
             }],
             max_output_bytes: 1000,

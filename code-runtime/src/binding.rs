@@ -225,6 +225,22 @@ impl BindingFunction {
         self
     }
 
+    /// The names positional arguments take, in order: the `properties` of an input schema that
+    /// describes an object (its `type` is `"object"`, or it has no `type` and has
+    /// `properties`). A program may then call `tools.query("SELECT 1")` or
+    /// `tools.write(path, text)`: the providers pass `{"sql": "SELECT 1"}` and
+    /// `{"path": …, "text": …}`. `None` without such a schema: one argument passes as it is.
+    pub fn parameters(&self) -> Option<Vec<&str>> {
+        let schema = self.signature.input.as_ref()?.as_object()?;
+        let object = match schema.get("type") {
+            None => true,
+            Some(JsonValue::String(kind)) => kind == "object",
+            Some(_) => false,
+        };
+        let properties = schema.get("properties")?.as_object()?;
+        (object && !properties.is_empty()).then(|| properties.keys().map(String::as_str).collect())
+    }
+
     /// The description, if one was given.
     pub fn description_text(&self) -> Option<&str> {
         self.signature.description.as_deref()

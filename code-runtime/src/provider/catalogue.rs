@@ -35,12 +35,20 @@ pub const CALLS_OVER_BUDGET: &str =
 /// A resolution nested more deeply than the Python child can parse.
 pub const RESOLUTION_TOO_DEEP: &str = "binding resolution is nested too deeply";
 
+/// A call with more positional arguments than its input schema has properties: a `TypeError` at
+/// the call ([`BindingFunction::parameters`](crate::BindingFunction::parameters)).
+pub const TOO_MANY_POSITIONAL: &str =
+    "{binding}() takes at most {limit} positional arguments ({names}) but {count} were given";
+
+/// A Python call that gives one argument both by position and by keyword.
+pub const DUPLICATE_ARGUMENT: &str = "{binding}() got multiple values for argument '{name}'";
+
 /// A Python binding call used as a value without `await` (printed, tested, measured, indexed,
 /// iterated): a `TypeError` at that use. The call itself was made.
 pub const NOT_AWAITED: &str = "{binding}(...) was not awaited: write `await {binding}(...)`";
 
 /// The templates a substrate outside this process fills in itself, by key.
-pub const SUBSTRATE_MESSAGES: [(&str, &str); 7] = [
+pub const SUBSTRATE_MESSAGES: [(&str, &str); 9] = [
     ("unrenderable", UNRENDERABLE_EXCEPTION),
     ("lossyArguments", LOSSY_ARGUMENTS),
     ("tooManyArguments", TOO_MANY_ARGUMENTS),
@@ -48,11 +56,22 @@ pub const SUBSTRATE_MESSAGES: [(&str, &str); 7] = [
     ("argumentsTooLarge", ARGUMENTS_TOO_LARGE),
     ("resolutionTooDeep", RESOLUTION_TOO_DEEP),
     ("notAwaited", NOT_AWAITED),
+    ("tooManyPositional", TOO_MANY_POSITIONAL),
+    ("duplicateArgument", DUPLICATE_ARGUMENT),
 ];
 
 /// [`TOO_MANY_ARGUMENTS`] filled in.
 pub fn too_many_arguments(label: &str, count: usize) -> String {
     TOO_MANY_ARGUMENTS.replace("{binding}", label).replace("{count}", &count.to_string())
+}
+
+/// [`TOO_MANY_POSITIONAL`] filled in.
+pub fn too_many_positional(label: &str, names: &[String], count: usize) -> String {
+    TOO_MANY_POSITIONAL
+        .replace("{binding}", label)
+        .replace("{limit}", &names.len().to_string())
+        .replace("{names}", &names.join(", "))
+        .replace("{count}", &count.to_string())
 }
 
 /// [`ARGUMENTS_OVER_BUDGET`] filled in.
