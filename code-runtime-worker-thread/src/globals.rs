@@ -153,6 +153,42 @@ fn namespace_object<'s>(
     Some(object.into())
 }
 
+/// The call's one JSON argument: `null` for none, the first as it is, or the positional
+/// arguments as an object of the `positional` names.
+fn argument(
+    scope: &mut v8::PinScope<'_, '_>,
+    intrinsics: &Intrinsics,
+    args: &v8::FunctionCallbackArguments<'_>,
+    positional: Option<Vec<String>>,
+    meter: &mut Meter<'_>,
+) -> Result<JsonValue, Refused> {
+    let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
+    let Some(names) = positional else {
+        if count == 0 {
+            return Ok(JsonValue::Null);
+        }
+        return convert::from_v8(scope, intrinsics, args.get(0), meter);
+    };
+    let mut object = serde_json::Map::new();
+    for (index, name) in names.into_iter().enumerate().take(count) {
+        let value = args.get(i32::try_from(index).unwrap_or(i32::MAX));
+        // An `undefined` argument is a key left out, as `JSON.stringify` leaves it.
+        if value.is_undefined() {
+            continue;
+        }
+        match convert::from_v8(scope, intrinsics, value, meter) {
+            Ok(value) => {
+                object.insert(name, value);
+            }
+            Err(refused) => {
+                code_runtime::json::drop_value(JsonValue::Object(object));
+                return Err(refused);
+            }
+        }
+    }
+    Ok(JsonValue::Object(object))
+}
+
 /// An object that is not an array, a function or another exotic kind: the whole argument.
 fn is_plain_object(value: v8::Local<'_, v8::Value>) -> bool {
     value.is_object() && !value.is_array() && !value.is_function()
@@ -282,37 +318,7 @@ fn call_binding(
     // borrow of the state is held across it.
     let limit = run.bounds.budget.limit();
     let mut meter = Meter::new(limit, &run.bounds.termination);
-    let converted = match positional {
-        _ if count == 0 => Ok(JsonValue::Null),
-        None => convert::from_v8(scope, &run.intrinsics, args.get(0), &mut meter),
-        Some(names) => {
-            let mut object = serde_json::Map::new();
-            let mut failed = None;
-            for (index, name) in names.into_iter().enumerate().take(count) {
-                let value = args.get(i32::try_from(index).unwrap_or(i32::MAX));
-                // An `undefined` argument is a key left out, as `JSON.stringify` leaves it.
-                if value.is_undefined() {
-                    continue;
-                }
-                match convert::from_v8(scope, &run.intrinsics, value, &mut meter) {
-                    Ok(value) => {
-                        object.insert(name, value);
-                    }
-                    Err(refused) => {
-                        failed = Some(refused);
-                        break;
-                    }
-                }
-            }
-            match failed {
-                Some(refused) => {
-                    code_runtime::json::drop_value(JsonValue::Object(object));
-                    Err(refused)
-                }
-                None => Ok(JsonValue::Object(object)),
-            }
-        }
-    };
+    let converted = argument(scope, &run.intrinsics, &args, positional, &mut meter);
     // The host's copy of the argument and the call's bookkeeping count against the memory
     // budget until the call settles, so a program calling in a loop without awaiting runs out of
     // budget, not the host out of memory.
