@@ -14,8 +14,9 @@ use crate::request::RunLimits;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// CPU time the program may consume, in milliseconds. Awaiting a binding costs nothing; a hot
-    /// loop always accrues. Default 60 000.
+    /// CPU time the program may consume, in milliseconds. Awaiting a binding costs at most tens
+    /// of microseconds of it (both providers look for the answer briefly before they sleep); a
+    /// hot loop always accrues. Default 60 000.
     pub compute_ms: u64,
     /// The wall clock, in milliseconds, from the moment `run` is called (time spent waiting for a
     /// free slot of the provider counts); it never pauses. Must be at most 2 147 483 647 (about

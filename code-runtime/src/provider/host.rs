@@ -167,8 +167,10 @@ impl Host {
     }
 
     /// Runs `request`: the checks every provider makes, in order (disposed, bindings, per-request
-    /// limits, cancelled), the program taken out of its Markdown fence ([`unfenced`]), a slot, then `start` to make the substrate (an `Err` ends the run with
-    /// that ending, no substrate made), then the host loop until the run ends.
+    /// limits, cancelled), the program taken out of its Markdown fence ([`unfenced`]), a slot,
+    /// then `start` to make the substrate (an `Err` ends the run with that ending, no substrate
+    /// made), then the host loop until the run ends; an `exception` that names a host API the
+    /// program cannot have gains a hint.
     ///
     /// # Errors
     ///
