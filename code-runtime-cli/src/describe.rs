@@ -26,8 +26,8 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         )));
     }
     let path = bindings.ok_or("describe needs --bindings FILE")?;
-    let namespaces = load_bindings(&path, &Recorder::off())?;
-    let text = code_runtime::describe(&namespaces, &language)?;
+    let request = load_bindings(&path, &Recorder::off())?.request(String::new());
+    let text = code_runtime::describe_request(&request, &language)?;
     crate::print_stdout(&text);
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use code_runtime::{CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Limits};
-use code_runtime_fixtures::{EventLog, LimitsFile, Recorder, load_bindings, read_program};
+use code_runtime_fixtures::{
+    BindingsFile, EventLog, LimitsFile, Recorder, load_bindings, read_program,
+};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
     Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
@@ -89,7 +91,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     };
     let bindings = match &args.bindings {
         Some(path) => load_bindings(path, &recorder)?,
-        None => Vec::new(),
+        None => BindingsFile::default(),
     };
     let isolation = isolation(&args, &language)?;
     let runtime = provider(&language, limits, isolation)?;
@@ -99,11 +101,9 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         .map_err(|error| Failure::Internal(format!("cannot start tokio: {error}")))?;
     let signal = CancellationToken::new();
     let request = CodeRunRequest {
-        program,
-        bindings,
         signal: Some(signal.clone()),
         events: events.as_ref().map(EventLog::sink),
-        ..CodeRunRequest::default()
+        ..bindings.request(program)
     };
     let result = tokio.block_on(async {
         let interrupted = tokio::spawn(abort_on_signals(signal));

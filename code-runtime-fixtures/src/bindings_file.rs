@@ -5,20 +5,44 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding};
+use code_runtime::{
+    BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest, binding,
+};
+use indexmap::IndexMap;
 
 use crate::command::{DEFAULT_COMMAND_TIMEOUT, run_command};
 use crate::{FixtureError, Recorder, read_document};
+
+/// What a bindings file gives a program: namespaces, values, and whether it has `call_tool`.
+#[derive(Debug, Default)]
+pub struct BindingsFile {
+    /// The namespaces, in file order.
+    pub namespaces: Vec<CodeBindingNamespace>,
+    /// `"values"`: the globals the program reads ([`CodeRunRequest::values`]).
+    pub values: IndexMap<String, JsonValue>,
+    /// `"callTool": true` ([`CodeRunRequest::call_tool`]).
+    pub call_tool: bool,
+}
+
+impl BindingsFile {
+    /// A request for `program` with these bindings, values and `call_tool`.
+    pub fn request(self, program: String) -> CodeRunRequest {
+        CodeRunRequest {
+            program,
+            bindings: self.namespaces,
+            values: self.values,
+            call_tool: self.call_tool,
+            ..CodeRunRequest::default()
+        }
+    }
+}
 
 /// Reads a bindings file into namespaces whose calls `recorder` records.
 ///
 /// # Errors
 ///
 /// A [`FixtureError`] for an unreadable file or one that does not follow the format.
-pub fn load_bindings(
-    path: &Path,
-    recorder: &Recorder,
-) -> Result<Vec<CodeBindingNamespace>, FixtureError> {
+pub fn load_bindings(path: &Path, recorder: &Recorder) -> Result<BindingsFile, FixtureError> {
     bindings_from_json(&read_document(path)?, &path.display().to_string(), recorder)
 }
 
@@ -27,8 +51,15 @@ pub fn load_bindings(
 /// ```json
 /// {"namespaces": [{"global": "tools",
 ///                  "errorClass": {"name": "ToolCallError", "memberNameProperty": "toolName"},
-///                  "functions": {"search": {"echo": true, "delayMs": 5}}}]}
+///                  "globals": true,
+///                  "functions": {"search": {"echo": true, "delayMs": 5}}}],
+///  "values": {"accountId": "acct-1"},
+///  "callTool": true}
 /// ```
+///
+/// `"globals": true` on a namespace makes each of its functions a bare global too
+/// ([`CodeBindingNamespace::functions_as_globals`]); `"values"` are globals the program reads;
+/// `"callTool": true` gives the program `call_tool(name, args)`.
 ///
 /// A behaviour is `{"echo": true}`, `{"reply": <json>}`, `{"reject": "<message>"}` (with an
 /// optional `"data": <json>` the program reads as `e.data`) or `{"command": ["prog", "arg"]}`
@@ -45,26 +76,44 @@ pub fn bindings_from_json(
     document: &JsonValue,
     origin: &str,
     recorder: &Recorder,
-) -> Result<Vec<CodeBindingNamespace>, FixtureError> {
+) -> Result<BindingsFile, FixtureError> {
     let invalid = |why: &str| FixtureError::new(format!("{origin}: {why}"));
     let object = document.as_object().ok_or_else(|| invalid("expected {\"namespaces\": [...]}"))?;
-    if let Some(key) = object.keys().find(|key| *key != "namespaces") {
+    if let Some(key) =
+        object.keys().find(|key| !["namespaces", "values", "callTool"].contains(&key.as_str()))
+    {
         return Err(invalid(&format!("unknown key {}", json::quote(key))));
     }
     let namespaces = object
         .get("namespaces")
         .and_then(JsonValue::as_array)
-        .ok_or_else(|| invalid("expected {\"namespaces\": [...]}"))?;
-    namespaces
+        .ok_or_else(|| invalid("expected {\"namespaces\": [...]}"))?
         .iter()
         .map(|declared| namespace(declared, recorder).map_err(|why| invalid(&why)))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let values = match object.get("values") {
+        None => IndexMap::new(),
+        Some(JsonValue::Object(values)) => values
+            .iter()
+            // A copy without recursion: a value may nest deeply.
+            .map(|(name, value)| Ok((name.clone(), copied(value)?)))
+            .collect::<Result<_, json::ParseError>>()
+            .map_err(|error| invalid(&format!("values: {error}")))?,
+        Some(_) => return Err(invalid("values must be an object of name to JSON value")),
+    };
+    let call_tool = match object.get("callTool") {
+        None => false,
+        Some(JsonValue::Bool(call_tool)) => *call_tool,
+        Some(_) => return Err(invalid("callTool must be a boolean")),
+    };
+    Ok(BindingsFile { namespaces, values, call_tool })
 }
 
 fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNamespace, String> {
     let object = declared.as_object().ok_or("a namespace must be an object")?;
     if let Some(key) = object.keys().find(|key| {
-        !["global", "description", "errorClass", "functions", "validate"].contains(&key.as_str())
+        !["global", "description", "errorClass", "functions", "validate", "globals"]
+            .contains(&key.as_str())
     }) {
         return Err(format!("unknown namespace key {}", json::quote(key)));
     }
@@ -79,6 +128,11 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
         Some(JsonValue::Bool(validate)) => *validate,
         Some(_) => return Err("a namespace's validate must be a boolean".to_owned()),
     };
+    match object.get("globals") {
+        None | Some(JsonValue::Bool(false)) => {}
+        Some(JsonValue::Bool(true)) => namespace = namespace.functions_as_globals(),
+        Some(_) => return Err("a namespace's globals must be a boolean".to_owned()),
+    }
     match object.get("description") {
         None => {}
         Some(JsonValue::String(text)) => namespace = namespace.description(text.clone()),
@@ -258,16 +312,21 @@ impl Behaviour {
         match &self.action {
             Action::Echo => Ok(args.into_value()),
             // A copy without recursion: the reply may nest deeply.
-            Action::Reply(value) => Ok(json::parse(&json::encode(value))?),
+            Action::Reply(value) => Ok(copied(value)?),
             Action::Reject(message, data) => Err(match data {
-                Some(data) => {
-                    BindingError::new(message.clone()).with_data(json::parse(&json::encode(data))?)
-                }
+                Some(data) => BindingError::new(message.clone()).with_data(copied(data)?),
                 None => BindingError::new(message.clone()),
             }),
             Action::Command(argv, timeout) => run_command(argv, &args, *timeout).await,
         }
     }
+}
+
+/// A copy of `value` made without recursion, integers with their exact digits.
+fn copied(value: &JsonValue) -> Result<JsonValue, json::ParseError> {
+    let mut text = String::new();
+    json::encode_with(value, json::NumberSpelling::ExactIntegers, &mut text);
+    json::parse(&text)
 }
 
 fn argv(command: &JsonValue) -> Result<Vec<String>, String> {

@@ -20,7 +20,7 @@ mod event_log;
 mod limits_file;
 mod recorder;
 
-pub use crate::bindings_file::{bindings_from_json, load_bindings};
+pub use crate::bindings_file::{BindingsFile, bindings_from_json, load_bindings};
 pub use crate::document::{MAX_DOCUMENT_BYTES, read_document, read_program, read_text};
 pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;

@@ -174,7 +174,7 @@ def _encode(value):
             if item == 0.0 and float.__repr__(item)[0] == "-":
                 raise _Lossy()
             emit(float.__repr__(item))
-        elif t is list:
+        elif t is list or t is _FrozenList:
             key = id(item)
             if key in path:
                 raise _Lossy()
@@ -186,7 +186,7 @@ def _encode(value):
                 if index:
                     push((1, ","))
             emit("[")
-        elif t is dict:
+        elif t is dict or t is _FrozenDict:
             key = id(item)
             if key in path:
                 raise _Lossy()
@@ -285,10 +285,17 @@ class _Stream:
 
 
 def _message(key, **substitutions):
-    text = _MESSAGES[key]
-    for name, value in substitutions.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
+    # One pass, so a substituted text holding a placeholder (a tool named "{tools}") stays.
+    parts = _MESSAGES[key].split("{")
+    out = [parts[0]]
+    for part in parts[1:]:
+        name, brace, rest = part.partition("}")
+        if brace and name in substitutions:
+            out.append(str(substitutions[name]))
+            out.append(rest)
+        else:
+            out.append("{" + part)
+    return "".join(out)
 
 
 def _binding_error(binding, message, data=None):
@@ -433,6 +440,78 @@ class _Namespace:
         return "<bindings %s>" % object.__getattribute__(self, "_global")
 
 
+class _FrozenDict(dict):
+    """A value of the request: a dict the program reads (and `json.dumps`) but cannot change."""
+
+    __slots__ = ()
+
+    def _frozen(self, *args, **kwargs):
+        raise TypeError("this value is given by the host and cannot be changed; copy it first")
+
+    __setitem__ = __delitem__ = __ior__ = __init__ = _frozen
+    clear = pop = popitem = setdefault = update = _frozen
+
+    def copy(self):
+        return _copied(self, dict, list)
+
+    def __copy__(self):
+        return _copied(self, dict, list)
+
+    def __deepcopy__(self, memo):
+        return _copied(self, dict, list)
+
+
+class _FrozenList(list):
+    """A value of the request: a list the program reads but cannot change."""
+
+    __slots__ = ()
+
+    _frozen = _FrozenDict._frozen
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = __init__ = _frozen
+    append = clear = extend = insert = pop = remove = reverse = sort = _frozen
+    copy = __copy__ = _FrozenDict.copy
+    __deepcopy__ = _FrozenDict.__deepcopy__
+
+
+def _copied(value, mapping, sequence):
+    # A copy of a JSON value whose dicts and lists are `mapping` and `sequence`, made without
+    # recursion (the host bounds a value's depth, but the walk need not rely on it).
+    kinds = {dict: mapping, _FrozenDict: mapping, list: sequence, _FrozenList: sequence}
+    kind = kinds.get(type(value))
+    if kind is None:
+        return value
+    root = kind.__new__(kind)
+    open_ = [(value, root)]
+    while open_:
+        source, target = open_.pop()
+        items = dict.items(source) if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            kind = kinds.get(type(item))
+            if kind is not None:
+                copy = kind.__new__(kind)
+                open_.append((item, copy))
+            else:
+                copy = item
+            if isinstance(target, dict):
+                dict.__setitem__(target, key, copy)
+            else:
+                list.append(target, copy)
+    return root
+
+
+def _call_tool(tools, listing):
+    def call_tool(name, *args, **kwargs):
+        if type(name) is not str:
+            raise TypeError(_message("toolName"))
+        binding = tools.get(name)
+        if binding is None:
+            shown = name if len(name) <= 200 else name[:200]
+            raise TypeError(_message("unknownTool", name=_quote(shown), tools=listing))
+        return binding(*args, **kwargs)
+
+    return call_tool
+
+
 def _dispatch(frame):
     if frame.get("type") != "reply":
         return
@@ -573,13 +652,139 @@ def _done_error(kind, message):
     return '{"type":"done","error":{"kind":"%s","message":%s}}' % (kind, _quote(_clip(message)))
 
 
+def _segments(module):
+    # `servers.google-drive` and `servers/google_drive` alike: identifier-like segments.
+    out = []
+    for segment in module.replace("/", ".").split("."):
+        if segment:
+            out.append("".join(c if c.isalnum() else "_" for c in segment))
+    return out
+
+
+def _import_assignments(node, namespaces):
+    # The assignments an import of bindings stands for, or None when it is not one: a module path
+    # with a segment named like a namespace (`from servers.google_drive import get_document`,
+    # `import tools`), or, for a module that is not the standard library's, a function only one
+    # namespace has (`from servers import get_document`). The TypeScript rule, in Python.
+    at = dict(lineno=node.lineno, col_offset=node.col_offset,
+              end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)
+
+    def assign(local, global_name, member=None):
+        if member is None and local == global_name:
+            # `import tools` names what is there already; an assignment would make it a local
+            # of the wrapper, unbound before it.
+            return _ast.Pass(**at)
+        value = _ast.Name(id=global_name, ctx=_ast.Load(), **at)
+        if member is not None:
+            value = _ast.Subscript(value=value, slice=_ast.Constant(value=member, **at),
+                                   ctx=_ast.Load(), **at)
+        return _ast.Assign(targets=[_ast.Name(id=local, ctx=_ast.Store(), **at)], value=value, **at)
+
+    if type(node) is _ast.Import:
+        out = []
+        for alias in node.names:
+            segments = _segments(alias.name)
+            named = [s for s in segments if s in namespaces]
+            if not named:
+                return None
+            local = alias.asname or segments[0]
+            if alias.asname is None and len(segments) > 1:
+                return None  # `import a.b` binds `a`, which no binding is.
+            out.append(assign(local, named[-1]))
+        return out
+    # A relative import (`from .servers.tools import search`) is never the standard library's.
+    segments = _segments(node.module or "")
+    return _from_assignments(node, segments, namespaces, assign, bool(node.level))
+
+
+def _from_assignments(node, segments, namespaces, assign, local):
+    named = [s for s in segments if s in namespaces]
+    standard = getattr(sys, "stdlib_module_names", sys.builtin_module_names)
+    foreign = not local and segments and (segments[0] in standard or segments[0] in sys.modules)
+    out = []
+    for alias in node.names:
+        if alias.name == "*":
+            return None
+        target = alias.asname or alias.name
+        if alias.name in namespaces and not named:
+            out.append(assign(target, alias.name))
+            continue
+        having = [g for g, members in namespaces.items() if alias.name in members]
+        chosen = [g for g in having if g in named]
+        if chosen:
+            out.append(assign(target, chosen[-1], alias.name))
+        elif len(having) == 1 and not named and not foreign:
+            out.append(assign(target, having[0], alias.name))
+        else:
+            return None
+    return out
+
+
+def _asyncio_run(statement):
+    # `asyncio.run(main())` (a script's ending): the argument, to await in the running loop.
+    if type(statement) is not _ast.Expr or type(statement.value) is not _ast.Call:
+        return None
+    call = statement.value
+    function = call.func
+    if (type(function) is _ast.Attribute and function.attr == "run"
+            and type(function.value) is _ast.Name and function.value.id == "asyncio"
+            and len(call.args) == 1 and not call.keywords):
+        return call.args[0]
+    return None
+
+
+def _returning(statement, value):
+    return _ast.Return(
+        value=value, lineno=statement.lineno, col_offset=statement.col_offset,
+        end_lineno=statement.end_lineno, end_col_offset=statement.end_col_offset,
+    )
+
+
+def _awaiting(statement, value):
+    return _ast.Await(
+        value=value, lineno=statement.lineno, col_offset=statement.col_offset,
+        end_lineno=statement.end_lineno, end_col_offset=statement.end_col_offset,
+    )
+
+
+def _normalised(body, scope):
+    # Imports of bindings become assignments; `asyncio.run(x)` ending the program (alone, or as
+    # the last statement of `if __name__ == "__main__":`) becomes `return await x`.
+    namespaces = {
+        name: object.__getattribute__(value, "_members")
+        for name, value in scope.items() if type(value) is _Namespace
+    }
+    out = []
+    leading = 0
+    for statement in body:
+        assignments = None
+        if type(statement) in (_ast.Import, _ast.ImportFrom):
+            assignments = _import_assignments(statement, namespaces)
+        if assignments is None:
+            out.append(statement)
+        else:
+            out.extend(assignments)
+            if leading == len(out) - len(assignments):
+                leading = len(out)
+    if out:
+        last = out[-1]
+        guarded = (type(last) is _ast.If and not last.orelse and type(last.test) is _ast.Compare
+                   and type(last.test.left) is _ast.Name and last.test.left.id == "__name__")
+        holder = last.body if guarded else out
+        argument = _asyncio_run(holder[-1])
+        if argument is not None:
+            holder[-1] = _returning(holder[-1], _awaiting(holder[-1], argument))
+    return out, leading
+
+
 def _execute(program, scope):
     try:
         tree = compile(program, _PROGRAM, "exec", _ast.PyCF_ONLY_AST)
-        body = tree.body or [_ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)]
+        body, leading = _normalised(tree.body, scope)
+        body = body or [_ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)]
         # A program that ends with an expression gives its value, as a notebook cell does.
         last = body[-1]
-        if len(body) == 1 and type(last) in (_ast.FunctionDef, _ast.AsyncFunctionDef):
+        if len(body) == leading + 1 and type(last) in (_ast.FunctionDef, _ast.AsyncFunctionDef):
             # A program that is one function is called (its coroutine is awaited below).
             at = dict(lineno=last.end_lineno, col_offset=0, end_lineno=last.end_lineno, end_col_offset=0)
             call = _ast.Call(func=_ast.Name(id=last.name, ctx=_ast.Load(), **at), args=[], keywords=[], **at)
@@ -640,6 +845,7 @@ def _main():
     _WRAPPER = boot["wrapper"]
     _MESSAGES = boot["messages"]
     scope = {"__builtins__": builtins, "__name__": "__main__"}
+    functions = []  # Every binding, in the host's function order.
     for declared in boot["namespaces"]:
         global_name = declared["global"]
         error_class = declared.get("errorClass")
@@ -651,14 +857,22 @@ def _main():
             error = (cls, error_class["memberNameProperty"])
         namespace = _Namespace()
         object.__setattr__(namespace, "_global", global_name)
-        object.__setattr__(
-            namespace, "_members",
-            {
-                name: _Binding(global_name, name, error, declared.get("parameters", {}).get(name))
-                for name in declared["names"]
-            },
-        )
+        members = {
+            name: _Binding(global_name, name, error, declared.get("parameters", {}).get(name))
+            for name in declared["names"]
+        }
+        functions.extend(members.values())
+        object.__setattr__(namespace, "_members", members)
         scope[global_name] = namespace
+    tools = boot.get("tools")
+    for declared in boot.get("globals", ()):
+        if "function" in declared:
+            scope[declared["name"]] = functions[declared["function"]]
+        elif "callTool" in declared:
+            names = {name: functions[index] for name, index in tools["names"]}
+            scope[declared["name"]] = _call_tool(names, tools["listing"])
+        else:
+            scope[declared["name"]] = _copied(declared["value"], _FrozenDict, _FrozenList)
     _send('{"type":"boot-ack"}')
     _source = _loads(_recv())["program"]
     stdout, stderr = _Stream("stdout"), _Stream("stderr")

@@ -8,7 +8,9 @@
 //! cannot hold, `-0`, `1e400`) and lone surrogates, so a frame that holds one is dropped whole.
 
 use code_runtime::json::{self, JsonValue, NumberSpelling};
-use code_runtime::provider::{CallId, PROGRAM_WRAPPER_NAME, catalogue};
+use code_runtime::provider::{
+    CallId, PROGRAM_WRAPPER_NAME, ProgramGlobal, ProgramGlobals, catalogue,
+};
 use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
 use serde_json::Map;
 
@@ -148,6 +150,7 @@ fn drop_then_none(value: Option<JsonValue>) -> Option<ChildFrame> {
 /// program (`code_runtime::provider::catalogue`), so each is written once.
 pub fn boot(
     namespaces: &[CodeBindingNamespace],
+    globals: &ProgramGlobals,
     max_output_bytes: u64,
     max_frame_bytes: usize,
 ) -> String {
@@ -199,8 +202,10 @@ pub fn boot(
         }
         out.push('}');
     }
+    out.push(']');
+    boot_globals(globals, &mut out);
     out.push_str(&format!(
-        "],\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes},\"wrapper\":{},\"messages\":{{",
+        ",\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes},\"wrapper\":{},\"messages\":{{",
         json::quote(PROGRAM_WRAPPER_NAME)
     ));
     for (index, (key, text)) in catalogue::SUBSTRATE_MESSAGES.iter().enumerate() {
@@ -213,6 +218,49 @@ pub fn boot(
     }
     out.push_str("}}");
     out
+}
+
+/// The boot frame's `globals` (each `{"name", "function": N}`, `{"name", "callTool": true}` or
+/// `{"name", "value": V}`, `N` a function's position across the namespaces) and `tools` (the
+/// names `call_tool` takes, as `[name, N]` pairs, and their listing), when there are any.
+fn boot_globals(globals: &ProgramGlobals, out: &mut String) {
+    if globals.installed.is_empty() {
+        return;
+    }
+    out.push_str(",\"globals\":[");
+    for (index, (name, global)) in globals.installed.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        out.push_str(&json::quote(name));
+        match global {
+            ProgramGlobal::Function(function) => {
+                out.push_str(&format!(",\"function\":{}", function.0));
+            }
+            ProgramGlobal::CallTool => out.push_str(",\"callTool\":true"),
+            ProgramGlobal::Value(value) => {
+                out.push_str(",\"value\":");
+                json::encode_with(value, NumberSpelling::ExactIntegers, out);
+            }
+        }
+        out.push('}');
+    }
+    out.push(']');
+    if let Some(tools) = &globals.tools {
+        out.push_str(",\"tools\":{\"names\":[");
+        for (index, (name, function)) in tools.names.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            out.push_str(&json::quote(name));
+            out.push_str(&format!(",{}]", function.0));
+        }
+        out.push_str("],\"listing\":");
+        out.push_str(&json::quote(&tools.listing));
+        out.push('}');
+    }
 }
 
 /// The second frame: the program, and nothing else.
@@ -437,7 +485,12 @@ mod tests {
             .function("echo", code_runtime::binding(|args| async move { Ok(args.into()) }))
             .function("my-tool", code_runtime::binding(|args| async move { Ok(args.into()) }))
             .error_class("ToolCallError", "toolName");
-        let boot = boot(&[tools, CodeBindingNamespace::new("empty")], 64, 65_536);
+        let boot = boot(
+            &[tools, CodeBindingNamespace::new("empty")],
+            &ProgramGlobals::default(),
+            64,
+            65_536,
+        );
         assert!(
             boot.starts_with(r#"{"type":"boot","namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536,"wrapper":"__code_runtime_main__","messages":{"unrenderable":"program threw an unrenderable value","lossyArguments":"#),
             "{boot}"

@@ -135,8 +135,12 @@ impl Launched {
     /// The run's substrate: sends `boot`, then the program once the interpreter acknowledges.
     pub(crate) fn run(self, config: &PythonConfig, start: Start) -> ChildSubstrate {
         let cap = start.limits.output_bytes();
-        let boot =
-            frame::boot(&start.namespaces, start.limits.max_output_bytes, config.frame_bytes());
+        let boot = frame::boot(
+            &start.namespaces,
+            &start.globals,
+            start.limits.max_output_bytes,
+            config.frame_bytes(),
+        );
         ChildSubstrate {
             stdout: PipeLines::new(Some(self.stdout), cap),
             stderr: PipeLines::new(Some(self.stderr), cap),

@@ -7,14 +7,17 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use code_runtime::provider::{CallId, Event, FunctionId, catalogue};
+use code_runtime::provider::{CallId, Event, FunctionId, ProgramGlobal, catalogue};
 use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
 
 use crate::convert::{self, Refused};
+use crate::isolate::Program;
 use crate::message::Outbox;
 use crate::meter::{Halt, Meter};
 use crate::render;
-use crate::state::{self, Bounds, ErrorClass, Intrinsics, Member, Pending, Run, RunState, Timer};
+use crate::state::{
+    self, Bounds, ErrorClass, Intrinsics, Member, Pending, Run, RunState, Timer, Tools,
+};
 use crate::termination::Cause;
 
 /// What the isolate thread knows of one namespace.
@@ -28,13 +31,15 @@ pub(crate) struct NamespaceSetup {
 }
 
 /// Builds the program's environment and the run; returns the run and the wrapper's arguments
-/// (`console`, the namespaces, the error classes, in the wrapper's parameter order).
+/// (`console`, the namespaces, the error classes, the other globals, in the wrapper's parameter
+/// order).
 pub(crate) fn install<'s>(
     scope: &mut v8::PinScope<'s, '_>,
-    namespaces: &[NamespaceSetup],
+    program: &Program,
     host: &Outbox,
     bounds: Bounds,
 ) -> Option<(Rc<Run>, Vec<v8::Local<'s, v8::Value>>)> {
+    let namespaces = &program.namespaces;
     let context = scope.get_current_context();
     let global = context.global(scope);
     let intrinsics = capture_intrinsics(scope, global)?;
@@ -46,12 +51,17 @@ pub(crate) fn install<'s>(
         intrinsics,
         members: Vec::new(),
         error_classes: Vec::new(),
+        tools: program.tools.as_ref().map(|tools| Tools {
+            names: tools.names.iter().cloned().collect(),
+            listing: tools.listing.clone(),
+        }),
         output_left: Cell::new(bounds.max_output_bytes.saturating_add(1)),
         bounds,
         state: RefCell::new(RunState::default()),
     };
     let mut classes: Vec<v8::Local<'s, v8::Value>> = Vec::new();
     let mut objects: Vec<v8::Local<'s, v8::Value>> = Vec::new();
+    let mut functions: Vec<v8::Local<'s, v8::Value>> = Vec::new();
     for (index, namespace) in namespaces.iter().enumerate() {
         let class = match &namespace.error_class {
             Some((name, _)) => {
@@ -66,12 +76,49 @@ pub(crate) fn install<'s>(
         let member_property = namespace.error_class.as_ref().map(|(_, property)| property.clone());
         run.error_classes
             .push(ErrorClass { constructor: v8::Global::new(scope, class), member_property });
-        objects.push(namespace_object(scope, index, namespace, &mut run.members)?);
+        objects.push(namespace_object(scope, index, namespace, &mut run.members, &mut functions)?);
     }
     let mut parameters = vec![console.into()];
     parameters.extend(objects);
     parameters.extend(classes);
+    for global in &program.globals {
+        parameters.push(match global {
+            ProgramGlobal::Function(function) => *functions.get(function.0 as usize)?,
+            ProgramGlobal::CallTool => v8::Function::new(scope, call_tool)?.into(),
+            ProgramGlobal::Value(value) => frozen(scope, value)?,
+        });
+    }
     Some((Rc::new(run), parameters))
+}
+
+/// Deep-freezes a value in JavaScript, without recursion: a value may nest deeply.
+const DEEP_FREEZE: &str = "(function (root) {\n\
+      const open = [root];\n\
+      while (open.length > 0) {\n\
+        const value = open.pop();\n\
+        if (typeof value !== 'object' || value === null || Object.isFrozen(value)) continue;\n\
+        Object.freeze(value);\n\
+        for (const key of Object.keys(value)) open.push(value[key]);\n\
+      }\n\
+      return root;\n\
+    })";
+
+/// A value of the request as the program sees it: converted, then frozen, so a program that
+/// assigns into it gets a `TypeError` (programs run in strict mode). Runs before the program, on
+/// the realm's own `Object`.
+fn frozen<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: &JsonValue,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let converted = convert::to_v8(scope, value)?;
+    if !converted.is_object() {
+        return Some(converted);
+    }
+    let source = v8::String::new(scope, DEEP_FREEZE)?;
+    let freeze: v8::Local<'_, v8::Function> =
+        v8::Script::compile(scope, source, None)?.run(scope)?.try_into().ok()?;
+    let undefined = v8::undefined(scope).into();
+    freeze.call(scope, undefined, &[converted])
 }
 
 fn capture_intrinsics(
@@ -132,24 +179,29 @@ fn error_class_factory<'s>(
 }
 
 /// A namespace object: no prototype, one native member per function, each carrying its
-/// [`FunctionId`] as data.
+/// [`FunctionId`] as data; each function is also pushed to `functions`, in [`FunctionId`] order,
+/// for the globals that are bare functions.
 fn namespace_object<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     index: usize,
     namespace: &NamespaceSetup,
     members: &mut Vec<Member>,
+    functions: &mut Vec<v8::Local<'s, v8::Value>>,
 ) -> Option<v8::Local<'s, v8::Value>> {
     let null = v8::null(scope).into();
     let object = v8::Object::with_prototype_and_properties(scope, null, &[], &[]);
+    let mut made: Vec<v8::Local<'s, v8::Value>> = Vec::with_capacity(namespace.names.len());
     for (position, name) in namespace.names.iter().enumerate() {
         let data = v8::Integer::new_from_unsigned(scope, u32::try_from(members.len()).ok()?);
         let function = v8::Function::builder(call_binding).data(data.into()).build(scope)?;
         let key = v8::String::new(scope, name)?;
         object.create_data_property(scope, key.into(), function.into())?;
+        made.push(function.into());
         let label = format!("{}.{name}", namespace.global);
         let parameters = namespace.parameters.get(position).cloned().flatten();
         members.push(Member { namespace: index, name: name.clone(), label, parameters });
     }
+    functions.extend(made);
     Some(object.into())
 }
 
@@ -158,20 +210,20 @@ fn namespace_object<'s>(
 fn argument(
     scope: &mut v8::PinScope<'_, '_>,
     intrinsics: &Intrinsics,
-    args: &v8::FunctionCallbackArguments<'_>,
+    given: &Given<'_, '_>,
     positional: Option<Vec<String>>,
     meter: &mut Meter<'_>,
 ) -> Result<JsonValue, Refused> {
-    let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
+    let Given { args, first, count } = *given;
     let Some(names) = positional else {
         if count == 0 {
             return Ok(JsonValue::Null);
         }
-        return convert::from_v8(scope, intrinsics, args.get(0), meter);
+        return convert::from_v8(scope, intrinsics, args.get(first), meter);
     };
     let mut object = serde_json::Map::new();
     for (index, name) in names.into_iter().enumerate().take(count) {
-        let value = args.get(i32::try_from(index).unwrap_or(i32::MAX));
+        let value = args.get(first.saturating_add(i32::try_from(index).unwrap_or(i32::MAX)));
         // An `undefined` argument is a key left out, as `JSON.stringify` leaves it.
         if value.is_undefined() {
             continue;
@@ -284,17 +336,52 @@ fn clear_timeout(
 }
 
 /// A binding member. Its data is its [`FunctionId`]; it returns a promise that the host settles.
-/// No argument is JSON `null` (DESIGN.md §9 item 7); more than one is a `TypeError`, unless the
-/// function has positional parameters (its input schema's properties), which they then fill.
 fn call_binding(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
+    rv: v8::ReturnValue<'_, v8::Value>,
 ) {
     let Some(run) = state::of(scope) else { return };
     let Some(function) = args.data().uint32_value(scope).map(FunctionId) else { return };
+    call_member(scope, &run, function, &args, 0, rv);
+}
+
+/// `call_tool(name, args)`: the function `name` names ([`code_runtime::provider::ToolIndex`]),
+/// called with the arguments after the name. A name that is not a string, or that no function
+/// has, is a `TypeError` at the call.
+fn call_tool(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    let Some(tools) = &run.tools else { return };
+    let name = args.get(0);
+    if !name.is_string() {
+        throw_type_error(scope, catalogue::TOOL_NAME);
+        return;
+    }
+    let name = name.to_rust_string_lossy(scope);
+    let Some(function) = tools.names.get(&name).copied() else {
+        throw_type_error(scope, &catalogue::unknown_tool(&name, &tools.listing));
+        return;
+    };
+    call_member(scope, &run, function, &args, 1, rv);
+}
+
+/// Calls member `function` with the arguments from position `first` on. No argument is JSON
+/// `null` (DESIGN.md §9 item 7); more than one is a `TypeError`, unless the function has
+/// positional parameters (its input schema's properties), which they then fill.
+fn call_member(
+    scope: &mut v8::PinScope<'_, '_>,
+    run: &Run,
+    function: FunctionId,
+    args: &v8::FunctionCallbackArguments<'_>,
+    first: i32,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
     let Some(member) = run.members.get(function.0 as usize) else { return };
-    let count = usize::try_from(args.length()).unwrap_or(usize::MAX);
+    let count = usize::try_from(args.length() - first).unwrap_or(0);
     match &member.parameters {
         None if count > 1 => {
             throw_type_error(scope, &catalogue::too_many_arguments(&member.label, count));
@@ -308,9 +395,9 @@ fn call_binding(
     }
     // Positional arguments take the input schema's property names, unless one object (or
     // nothing, or `null`) is the whole argument, as without a schema.
+    let lone = args.get(first);
     let positional = member.parameters.clone().filter(|_| {
-        count > 1
-            || (count == 1 && !is_plain_object(args.get(0)) && !args.get(0).is_null_or_undefined())
+        count > 1 || (count == 1 && !is_plain_object(lone) && !lone.is_null_or_undefined())
     });
     let Some(resolver) = v8::PromiseResolver::new(scope) else { return };
     rv.set(resolver.get_promise(scope).into());
@@ -318,7 +405,8 @@ fn call_binding(
     // borrow of the state is held across it.
     let limit = run.bounds.budget.limit();
     let mut meter = Meter::new(limit, &run.bounds.termination);
-    let converted = argument(scope, &run.intrinsics, &args, positional, &mut meter);
+    let given = Given { args, first, count };
+    let converted = argument(scope, &run.intrinsics, &given, positional, &mut meter);
     // The host's copy of the argument and the call's bookkeeping count against the memory
     // budget until the call settles, so a program calling in a loop without awaiting runs out of
     // budget, not the host out of memory.
@@ -344,8 +432,15 @@ fn call_binding(
         Err(Refused::Halted(Halt::TooLarge)) => catalogue::arguments_over_budget(limit),
         Err(Refused::Halted(Halt::Terminated)) => return,
     };
-    let error = binding_error(scope, &run, function, &BindingError::new(refusal));
+    let error = binding_error(scope, run, function, &BindingError::new(refusal));
     resolver.reject(scope, error);
+}
+
+/// The arguments a call passes on: `count` of them, from position `first` of `args`.
+struct Given<'a, 'c> {
+    args: &'a v8::FunctionCallbackArguments<'c>,
+    first: i32,
+    count: usize,
 }
 
 /// What a pending call holds besides its argument: its promise, its entry here, the host's

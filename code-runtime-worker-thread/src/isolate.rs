@@ -7,7 +7,9 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
+use code_runtime::provider::{
+    CpuClock, Ending, Event, ProgramGlobal, StopReason, ToolIndex, catalogue,
+};
 use code_runtime::{BindingError, JsonValue};
 
 use crate::convert::{self, Refused};
@@ -38,9 +40,13 @@ pub(crate) struct Program {
     /// The stripped program (see `strip::strip_program`).
     pub(crate) body: String,
     /// The names the program sees its environment under, in the order `globals::install` hands
-    /// the values: `console`, the namespaces, the error classes.
+    /// the values: `console`, the namespaces, the error classes, then `globals`' names.
     pub(crate) parameters: Vec<String>,
     pub(crate) namespaces: Vec<NamespaceSetup>,
+    /// The globals besides those (bare functions, `call_tool`, values), in parameter order.
+    pub(crate) globals: Vec<ProgramGlobal>,
+    /// What `call_tool` resolves, when the program has it.
+    pub(crate) tools: Option<ToolIndex>,
     pub(crate) max_output_bytes: usize,
 }
 
@@ -192,7 +198,7 @@ fn execute(
         budget: setup.budget.clone(),
         max_output_bytes: program.max_output_bytes,
     };
-    let Some((run, parameters)) = globals::install(scope, &program.namespaces, host, bounds) else {
+    let Some((run, parameters)) = globals::install(scope, program, host, bounds) else {
         return Some(Ending::Failed("the program's environment could not be set up".to_owned()));
     };
     scope.set_slot(run.clone());

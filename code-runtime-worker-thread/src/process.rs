@@ -238,6 +238,8 @@ fn trial_run(channel: &std::os::unix::net::UnixStream) -> Result<(), String> {
         body: "return 1".to_owned(),
         parameters: vec!["console".to_owned()],
         namespaces: Vec::new(),
+        globals: Vec::new(),
+        tools: None,
         max_output_bytes: 1024,
     };
     (&*channel).write_all(&wire::prepare(shape)).map_err(|error| error.to_string())?;

@@ -38,6 +38,13 @@ pub(crate) struct Member {
     pub(crate) parameters: Option<Vec<String>>,
 }
 
+/// The names `call_tool` takes (`code_runtime::provider::ToolIndex`), for lookups.
+pub(crate) struct Tools {
+    pub(crate) names: HashMap<String, FunctionId>,
+    /// The names, listed for the message of an unknown one.
+    pub(crate) listing: String,
+}
+
 /// A namespace's error class: its constructor and its member-name property, or the intrinsic
 /// `Error` and none.
 pub(crate) struct ErrorClass {
@@ -53,6 +60,8 @@ pub(crate) struct Run {
     pub(crate) members: Vec<Member>,
     /// Per namespace.
     pub(crate) error_classes: Vec<ErrorClass>,
+    /// What `call_tool` resolves, when the program has it.
+    pub(crate) tools: Option<Tools>,
     pub(crate) bounds: Bounds,
     /// Output bytes the isolate may still send: the output budget plus one, less what it sent.
     /// The ledger counts at least as much, so a line that does not fit here cannot fit there;

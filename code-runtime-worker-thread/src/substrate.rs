@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use code_runtime::provider::{
-    CallId, CpuClock, Ending, Event, Start, Substrate, Teardown, reactor,
+    CallId, CpuClock, Ending, Event, ProgramGlobal, ProgramGlobals, Start, Substrate, Teardown,
+    reactor,
 };
 use code_runtime::{BindingError, JsonValue, Limits};
 use futures::future::BoxFuture;
@@ -39,7 +40,8 @@ pub(crate) struct IsolateSubstrate {
 /// Strips the program and makes what its isolate is built from, in either isolation mode. A
 /// program that does not strip starts nothing: its ending is the strip error (`exception`).
 pub(crate) fn program(start: Start) -> Result<Program, Ending> {
-    let Start { program, namespaces, limits, .. } = start;
+    let Start { program, namespaces, limits, globals, .. } = start;
+    let ProgramGlobals { installed, tools } = globals;
     let mut parameters = vec!["console".to_owned()];
     parameters.extend(namespaces.iter().map(|namespace| namespace.global.clone()));
     parameters.extend(
@@ -48,6 +50,8 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
             .filter_map(|namespace| namespace.error_class.as_ref())
             .map(|class| class.name.clone()),
     );
+    let (names, globals): (Vec<String>, Vec<ProgramGlobal>) = installed.into_iter().unzip();
+    parameters.extend(names);
     let namespaces: Vec<NamespaceSetup> = namespaces
         .iter()
         .map(|namespace| NamespaceSetup {
@@ -74,6 +78,8 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
         body: stripped.body,
         parameters,
         namespaces,
+        globals,
+        tools,
         max_output_bytes: limits.output_bytes(),
     })
 }

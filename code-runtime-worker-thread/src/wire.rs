@@ -16,7 +16,9 @@
 //! The host never sends a stop: it kills the cell.
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::provider::{CallId, Ending, Event, FunctionId, StopReason};
+use code_runtime::provider::{
+    CallId, Ending, Event, FunctionId, ProgramGlobal, StopReason, ToolIndex,
+};
 use code_runtime::{BindingArgs, BindingError};
 use serde_json::{Map, json};
 
@@ -100,7 +102,8 @@ pub(crate) fn fatal(text: &str) -> Vec<u8> {
     frame(json!({ "fatal": text }))
 }
 
-/// The setup frame of a run.
+/// The setup frame of a run. The values among its globals are written in place, never cloned
+/// (one may nest deeply).
 pub(crate) fn setup(program: &Program) -> Vec<u8> {
     let namespaces: Vec<JsonValue> = program
         .namespaces
@@ -114,12 +117,41 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
             })
         })
         .collect();
-    frame(json!({ "setup": {
+    let tools = program.tools.as_ref().map(|tools| {
+        let names: Vec<JsonValue> =
+            tools.names.iter().map(|(name, function)| json!([name, function.0])).collect();
+        json!({ "names": names, "listing": tools.listing })
+    });
+    let head = json!({
         "body": program.body,
         "parameters": program.parameters,
         "namespaces": namespaces,
+        "tools": tools,
         "max_output_bytes": program.max_output_bytes,
-    }}))
+    });
+    let mut text = String::from("\0\0\0\0{\"setup\":");
+    json::encode_with(&head, EXACT, &mut text);
+    // The object's closing brace, reopened for the globals.
+    text.pop();
+    text.push_str(",\"globals\":[");
+    for (index, global) in program.globals.iter().enumerate() {
+        if index > 0 {
+            text.push(',');
+        }
+        match global {
+            ProgramGlobal::Function(function) => {
+                text.push_str(&format!("{{\"function\":{}}}", function.0));
+            }
+            ProgramGlobal::CallTool => text.push_str("\"call_tool\""),
+            ProgramGlobal::Value(value) => {
+                text.push_str("{\"value\":");
+                json::encode_with(value, EXACT, &mut text);
+                text.push('}');
+            }
+        }
+    }
+    text.push_str("]}}");
+    prefixed(text)
 }
 
 /// The prepare frame of a cell.
@@ -308,6 +340,15 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
         })
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| missing("valid namespaces"))?;
+    let globals = match body.get("globals") {
+        Some(JsonValue::Array(globals)) => globals.iter().map(global).collect::<Option<Vec<_>>>(),
+        _ => None,
+    }
+    .ok_or_else(|| missing("valid globals"))?;
+    let tools = match body.get("tools") {
+        None | Some(JsonValue::Null) => None,
+        Some(tools) => Some(tool_index(tools).ok_or_else(|| missing("valid tools"))?),
+    };
     let max_output_bytes = body
         .get("max_output_bytes")
         .and_then(JsonValue::as_u64)
@@ -316,8 +357,41 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
         body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
         parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
         namespaces,
+        globals,
+        tools,
         max_output_bytes: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
     })
+}
+
+/// One global of a setup frame. A value is copied without recursion.
+fn global(entry: &JsonValue) -> Option<ProgramGlobal> {
+    match entry {
+        JsonValue::String(name) if name == "call_tool" => Some(ProgramGlobal::CallTool),
+        JsonValue::Object(object) => {
+            if let Some(function) = object.get("function") {
+                return Some(ProgramGlobal::Function(FunctionId(
+                    u32::try_from(function.as_u64()?).ok()?,
+                )));
+            }
+            let mut text = String::new();
+            json::encode_with(object.get("value")?, EXACT, &mut text);
+            json::parse(&text).ok().map(ProgramGlobal::Value)
+        }
+        _ => None,
+    }
+}
+
+fn tool_index(tools: &JsonValue) -> Option<ToolIndex> {
+    let names = tools
+        .get("names")?
+        .as_array()?
+        .iter()
+        .map(|pair| {
+            let name = pair.get(0)?.as_str()?.to_owned();
+            Some((name, FunctionId(u32::try_from(pair.get(1)?.as_u64()?).ok()?)))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(ToolIndex { names, listing: tools.get("listing")?.as_str()?.to_owned() })
 }
 
 fn shape(body: &JsonValue) -> Result<Shape, Malformed> {
@@ -450,10 +524,20 @@ mod tests {
                 parameters: vec![None, Some(vec!["path".to_owned(), "text".to_owned()])],
                 error_class: Some(("ToolError".to_owned(), "tool".to_owned())),
             }],
+            globals: vec![
+                ProgramGlobal::Function(FunctionId(1)),
+                ProgramGlobal::CallTool,
+                ProgramGlobal::Value(json!({"id": "acct-1", "n": [1u64 << 60]})),
+            ],
+            tools: Some(ToolIndex {
+                names: vec![("tools.a".to_owned(), FunctionId(0)), ("b".to_owned(), FunctionId(1))],
+                listing: "tools.a, tools.b".to_owned(),
+            }),
             max_output_bytes: 1000,
         };
-        let Ok(ToCell::Setup(read)) = to_cell(payload(&setup(&program))) else {
-            panic!("the setup did not cross");
+        let read = match to_cell(payload(&setup(&program))) {
+            Ok(ToCell::Setup(read)) => read,
+            other => panic!("the setup did not cross: {other:?}"),
         };
         assert_eq!(format!("{read:?}"), format!("{program:?}"));
         let shape = Shape { max_memory_mb: 64, allow_eval: false, allow_wasm: true };

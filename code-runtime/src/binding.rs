@@ -448,6 +448,9 @@ pub struct CodeBindingNamespace {
     pub error_class: Option<CodeBindingErrorClass>,
     /// What the namespace is for, told to the model by [`describe`](crate::describe).
     pub description: Option<String>,
+    /// Whether each function is also a bare global of the program, `search(…)` beside
+    /// `tools.search(…)` ([`functions_as_globals`](CodeBindingNamespace::functions_as_globals)).
+    pub functions_as_globals: bool,
 }
 
 impl CodeBindingNamespace {
@@ -465,6 +468,17 @@ impl CodeBindingNamespace {
     /// Describes the namespace to the model.
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = Some(text.into());
+        self
+    }
+
+    /// Also installs each function as a bare global, for programs written in the convention of
+    /// systems whose tools are plain functions (`await get_team_members("engineering")`). The
+    /// namespace object stays. Each function name must then be a usable identifier that no other
+    /// global of the program takes (a namespace, an error class, a value, another namespace's bare
+    /// function, or a global the program needs, as for namespaces); otherwise the run is a
+    /// [`ContractError`](crate::ContractError).
+    pub fn functions_as_globals(mut self) -> Self {
+        self.functions_as_globals = true;
         self
     }
 

@@ -5,9 +5,15 @@ mod python;
 mod schema;
 mod typescript;
 
+use indexmap::IndexMap;
+
 use crate::binding::{BindingFunction, CodeBindingNamespace};
 use crate::error::ContractError;
-use crate::validation::{is_dunder_member, is_usable_identifier, validate_bindings};
+use crate::json::{self, JsonValue};
+use crate::request::CodeRunRequest;
+use crate::validation::{
+    is_dunder_member, is_usable_identifier, validate_bindings, validate_request,
+};
 
 /// Renders `bindings` as what a model should read before it writes a program against them:
 /// TypeScript declarations (`language` `"typescript"`) or Python stubs (`"python"`).
@@ -53,9 +59,41 @@ pub fn describe(
     language: &str,
 ) -> Result<String, ContractError> {
     validate_bindings(bindings)?;
+    let none = IndexMap::new();
+    render(bindings, &Extras { values: &none, call_tool: false }, language)
+}
+
+/// [`describe`] for everything a request's program sees: its namespaces, and also the functions
+/// that are bare globals
+/// ([`functions_as_globals`](crate::CodeBindingNamespace::functions_as_globals)), `call_tool`
+/// ([`CodeRunRequest::call_tool`]) and the names and types of its values
+/// ([`CodeRunRequest::values`]; the values themselves are not shown, since they may be large or
+/// secret). The program text is ignored.
+///
+/// # Errors
+///
+/// As [`describe`], and whatever [`CodeRuntime::run`](crate::CodeRuntime::run) would refuse in
+/// the request's bindings and values.
+pub fn describe_request(request: &CodeRunRequest, language: &str) -> Result<String, ContractError> {
+    validate_request(request)?;
+    let extras = Extras { values: &request.values, call_tool: request.call_tool };
+    render(&request.bindings, &extras, language)
+}
+
+/// What [`describe_request`] adds to the namespaces.
+struct Extras<'r> {
+    values: &'r IndexMap<String, JsonValue>,
+    call_tool: bool,
+}
+
+fn render(
+    bindings: &[CodeBindingNamespace],
+    extras: &Extras<'_>,
+    language: &str,
+) -> Result<String, ContractError> {
     match language {
-        "typescript" => Ok(typescript::render(bindings)),
-        "python" => Ok(python::render(bindings)),
+        "typescript" => Ok(typescript::render(bindings, extras)),
+        "python" => Ok(python::render(bindings, extras)),
         other => Err(ContractError::UnknownLanguage { language: other.to_owned() }),
     }
 }
@@ -81,3 +119,34 @@ fn function_doc(function: &BindingFunction) -> Vec<String> {
     }
     lines
 }
+
+/// An example of positional arguments, from the first function that takes them:
+/// `("tools.search", ["q", "limit"])`, as the program reaches it.
+fn positional_example(bindings: &[CodeBindingNamespace]) -> Option<(String, Vec<&str>)> {
+    bindings.iter().find_map(|namespace| {
+        namespace.functions.iter().find_map(|(name, function)| {
+            let parameters = function.parameters()?;
+            let parameters: Vec<&str> =
+                parameters.into_iter().filter(|p| is_usable_identifier(p)).take(3).collect();
+            (is_dotted(name) && !parameters.is_empty())
+                .then(|| (format!("{}.{name}", namespace.global), parameters))
+        })
+    })
+}
+
+/// What a value's doc says: that the host gives it, and an object's first keys.
+fn value_doc(value: &JsonValue) -> String {
+    let mut doc = "Given by the host; read-only.".to_owned();
+    if let JsonValue::Object(object) = value {
+        if !object.is_empty() {
+            let keys: Vec<String> = object.keys().take(20).map(|key| json::quote(key)).collect();
+            let more = if object.len() > 20 { ", …" } else { "" };
+            doc.push_str(&format!(" Keys: {}{more}.", keys.join(", ")));
+        }
+    }
+    doc
+}
+
+/// What `call_tool`'s doc says.
+const CALL_TOOL_DOC: &str = "Calls a function by its name: \"namespace.function\", or the function's \
+     name alone when only one namespace has it; `args` is its argument.";

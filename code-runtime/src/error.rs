@@ -60,6 +60,30 @@ pub enum ContractError {
         /// The offending property name.
         property: String,
     },
+    /// A function of a namespace whose functions are also globals
+    /// ([`functions_as_globals`](crate::CodeBindingNamespace::functions_as_globals)) whose name
+    /// is not a usable identifier.
+    #[error("code-runtime: binding {} cannot be a global: its name is not a usable identifier", json::quote(.binding))]
+    UnusableFunctionGlobal {
+        /// The function, as `global.name`.
+        binding: String,
+    },
+    /// A value of the request ([`CodeRunRequest::values`](crate::CodeRunRequest::values)) whose
+    /// name is not a usable identifier.
+    #[error("code-runtime: value name {} is not a usable identifier", json::quote(.name))]
+    UnusableValueName {
+        /// The offending name.
+        name: String,
+    },
+    /// A value of the request that is not lossless JSON (an integer no double holds exactly), or
+    /// that nests more deeply than [`MAX_VALUE_DEPTH`](crate::provider::MAX_VALUE_DEPTH).
+    #[error("code-runtime: value {} is unusable: {why}", json::quote(.name))]
+    UnusableValue {
+        /// The value's name.
+        name: String,
+        /// Why not.
+        why: String,
+    },
     /// A per-request limit ([`RunLimits`](crate::RunLimits)) that is zero or above the
     /// provider's: a request may tighten a budget, never loosen it.
     #[error(

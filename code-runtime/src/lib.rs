@@ -83,7 +83,7 @@ pub use crate::binding::{
     binding, binding_with,
 };
 pub use crate::context::Context;
-pub use crate::declaration::describe;
+pub use crate::declaration::{describe, describe_request};
 pub use crate::error::{ConfigError, ContextError, ContractError};
 pub use crate::event::{EventSink, RunEvent};
 pub use crate::json::JsonValue;

@@ -1,9 +1,11 @@
 //! [`CodeRunRequest`]: one program, its bindings, a cancellation token, and per-request limits.
 
+use indexmap::IndexMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::binding::CodeBindingNamespace;
 use crate::event::EventSink;
+use crate::json::JsonValue;
 
 /// One program to run, the bindings it may call, a token that aborts it, and limits that may
 /// tighten the provider's for this run.
@@ -22,6 +24,15 @@ pub struct CodeRunRequest {
     pub program: String,
     /// The namespaces the program sees, each as one object named by its `global`.
     pub bindings: Vec<CodeBindingNamespace>,
+    /// Inputs the program reads as globals (`accountId`, `spec`), in order: each a lossless JSON
+    /// value, frozen (a program that assigns into one gets a `TypeError`), under a name checked
+    /// as a namespace's `global` is.
+    pub values: IndexMap<String, JsonValue>,
+    /// Whether the program also sees `call_tool(name, args)`, which calls a function by its
+    /// name: `"namespace.function"`, or the bare function name when only one namespace has it
+    /// (the convention of FastMCP's code mode). An unknown name is a `TypeError` that lists the
+    /// names there are.
+    pub call_tool: bool,
     /// Cancelling this token stops the program promptly, even mid-loop, and the run resolves as
     /// `abort` (`cancelled`). Binding calls in flight are cancelled with it (see
     /// [`BindingFunction`](crate::BindingFunction)).
@@ -66,6 +77,18 @@ impl CodeRunRequest {
     /// Adds a namespace.
     pub fn binding(mut self, namespace: CodeBindingNamespace) -> Self {
         self.bindings.push(namespace);
+        self
+    }
+
+    /// Adds (or replaces) the value the program reads as the global `name`.
+    pub fn value(mut self, name: impl Into<String>, value: JsonValue) -> Self {
+        self.values.insert(name.into(), value);
+        self
+    }
+
+    /// Gives the program `call_tool(name, args)` ([`call_tool`](CodeRunRequest::call_tool)).
+    pub fn call_tool(mut self) -> Self {
+        self.call_tool = true;
         self
     }
 

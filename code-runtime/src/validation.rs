@@ -8,6 +8,9 @@ use std::collections::HashSet;
 
 use crate::binding::CodeBindingNamespace;
 use crate::error::ContractError;
+use crate::json;
+use crate::provider::{CALL_TOOL, MAX_VALUE_DEPTH};
+use crate::request::CodeRunRequest;
 
 /// Reserved words of ECMAScript (reserved and strict-mode reserved, 48) and Python keywords and soft
 /// keywords not already listed (23). Case-sensitive. `type` and `_` are Python soft keywords,
@@ -170,6 +173,64 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
                 return Err(ContractError::InvalidInputSchema { binding, why });
             }
         }
+    }
+    Ok(())
+}
+
+/// Checks everything a request installs in the program: its bindings ([`validate_bindings`]),
+/// then the globals beside them, in installation order. Pass 4: each function of a namespace
+/// whose functions are also globals, in request and declaration order (a usable identifier, not
+/// reserved, not shadowing, taken by nothing before it); pass 5: `call_tool`, when asked for (no
+/// namespace, class or bare function may take its name); pass 6: each value, in request order (a
+/// usable name, not reserved, not shadowing, not taken, lossless JSON, at most
+/// [`MAX_VALUE_DEPTH`] levels deep).
+///
+/// # Errors
+///
+/// The first problem found, as a [`ContractError`].
+pub fn validate_request(request: &CodeRunRequest) -> Result<(), ContractError> {
+    validate_bindings(&request.bindings)?;
+    let mut taken: HashSet<&str> = request.bindings.iter().map(|ns| ns.global.as_str()).collect();
+    taken.extend(
+        request.bindings.iter().filter_map(|ns| ns.error_class.as_ref()).map(|c| c.name.as_str()),
+    );
+    let free = |name: &str, taken: &HashSet<&str>| {
+        if RESERVED_BINDING_GLOBALS.contains(&name) {
+            return Err(ContractError::ReservedGlobal { name: name.to_owned() });
+        }
+        if SHADOWED_GLOBALS.contains(&name) {
+            return Err(ContractError::ShadowedGlobal { name: name.to_owned() });
+        }
+        if taken.contains(name) {
+            return Err(ContractError::DuplicateInjectedGlobal { name: name.to_owned() });
+        }
+        Ok(())
+    };
+    for namespace in request.bindings.iter().filter(|ns| ns.functions_as_globals) {
+        for name in namespace.functions.keys() {
+            if !is_usable_identifier(name) {
+                let binding = format!("{}.{name}", namespace.global);
+                return Err(ContractError::UnusableFunctionGlobal { binding });
+            }
+            free(name, &taken)?;
+            taken.insert(name);
+        }
+    }
+    if request.call_tool {
+        free(CALL_TOOL, &taken)?;
+        taken.insert(CALL_TOOL);
+    }
+    for (name, value) in &request.values {
+        if !is_usable_identifier(name) {
+            return Err(ContractError::UnusableValueName { name: name.clone() });
+        }
+        free(name, &taken)?;
+        taken.insert(name);
+        let unusable = |why: String| ContractError::UnusableValue { name: name.clone(), why };
+        if json::nests_deeper_than(value, MAX_VALUE_DEPTH) {
+            return Err(unusable(format!("it nests more than {MAX_VALUE_DEPTH} levels deep")));
+        }
+        json::validate(value).map_err(|why| unusable(format!("it is not lossless JSON: {why}")))?;
     }
     Ok(())
 }

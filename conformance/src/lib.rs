@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{CodeRunRequest, CodeRunResult, CodeRuntime, FailureKind, Limits};
-use code_runtime_fixtures::{CallRecord, LimitsFile, Recorder, bindings_from_json};
+use code_runtime::{CodeRunResult, CodeRuntime, FailureKind, Limits};
+use code_runtime_fixtures::{BindingsFile, CallRecord, LimitsFile, Recorder, bindings_from_json};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 
@@ -109,7 +109,7 @@ pub async fn run(case: &Case, isolation: &Isolation) -> CaseRun {
     let bindings = match sidecar.get("bindings") {
         Some(document) => bindings_from_json(document, &case.name, &recorder)
             .unwrap_or_else(|error| panic!("{error}")),
-        None => Vec::new(),
+        None => BindingsFile::default(),
     };
     let runtime: Arc<dyn CodeRuntime> = match case.language {
         "python" => Arc::new(
@@ -135,7 +135,7 @@ pub async fn run(case: &Case, isolation: &Isolation) -> CaseRun {
         }
     };
     let program = std::fs::read_to_string(&case.path).expect("readable case");
-    let request = CodeRunRequest { program, bindings, ..CodeRunRequest::default() };
+    let request = bindings.request(program);
     let result = runtime.run(request).await.map_err(|error| error.to_string());
     runtime.dispose().await;
     CaseRun { result, calls: recorder.take_records() }

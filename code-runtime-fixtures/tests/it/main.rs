@@ -39,7 +39,9 @@ fn namespaces(
     document: JsonValue,
     recorder: &Recorder,
 ) -> Result<Vec<CodeBindingNamespace>, String> {
-    bindings_from_json(&document, "test.json", recorder).map_err(|error| error.to_string())
+    bindings_from_json(&document, "test.json", recorder)
+        .map(|file| file.namespaces)
+        .map_err(|error| error.to_string())
 }
 
 fn call(

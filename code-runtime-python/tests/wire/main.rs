@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use code_runtime::provider::ProgramGlobals;
 use code_runtime::{BindingError, CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::frame::{self, ChildFrame};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
@@ -117,7 +118,10 @@ fn c173_c174_the_documented_transcript_is_what_a_run_puts_on_the_wire() {
     // The host's lines are what the frame builders write, and the host accepts every child line.
     let documented = transcript();
     assert_eq!(documented[0], "host> (prelude)");
-    assert_eq!(documented[1], format!("host> {}", frame::boot(&[tools], 65_536, 1_179_648)));
+    assert_eq!(
+        documented[1],
+        format!("host> {}", frame::boot(&[tools], &ProgramGlobals::default(), 65_536, 1_179_648))
+    );
     assert_eq!(documented[3], format!("host> {}", frame::run(program)));
     assert!(
         documented.contains(&format!("host> {}", frame::reply_ok(1, &json!({"n": 1u64 << 60}))))

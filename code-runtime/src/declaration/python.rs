@@ -5,10 +5,13 @@ use std::fmt::Write;
 
 use crate::binding::CodeBindingNamespace;
 use crate::declaration::schema::{self, Definitions, Object, Property, Type, type_name};
-use crate::declaration::{function_doc, is_dotted};
+use crate::declaration::{
+    CALL_TOOL_DOC, Extras, function_doc, is_dotted, positional_example, value_doc,
+};
 use crate::json::{self, JsonValue};
+use crate::provider::CALL_TOOL;
 
-pub(super) fn render(bindings: &[CodeBindingNamespace]) -> String {
+pub(super) fn render(bindings: &[CodeBindingNamespace], extras: &Extras<'_>) -> String {
     let mut stubs = Stubs::default();
     let mut definitions = Definitions::default();
     let mut body = String::new();
@@ -28,12 +31,42 @@ pub(super) fn render(bindings: &[CodeBindingNamespace]) -> String {
     for namespace in bindings {
         stubs.namespace(namespace, &mut definitions, &mut body);
     }
+    if extras.call_tool {
+        let any = stubs.any();
+        let _ = writeln!(body, "async def {CALL_TOOL}(name: str, args: {any} = ..., /) -> {any}:");
+        docstring(&[CALL_TOOL_DOC.to_owned()], "    ", &mut body);
+        body.push('\n');
+    }
+    for (name, value) in extras.values {
+        let spelled = match value {
+            JsonValue::Null => "None".to_owned(),
+            JsonValue::Bool(_) => "bool".to_owned(),
+            JsonValue::Number(number) if number.is_f64() => "float".to_owned(),
+            JsonValue::Number(_) => "int".to_owned(),
+            JsonValue::String(_) => "str".to_owned(),
+            JsonValue::Array(_) => format!("list[{}]", stubs.any()),
+            JsonValue::Object(_) => format!("dict[str, {}]", stubs.any()),
+        };
+        let _ = writeln!(body, "{name}: {spelled}");
+        docstring(&[value_doc(value)], "", &mut body);
+        body.push('\n');
+    }
     // Named types first (a stub may refer to a class declared later, but readers read down).
     let mut types = String::new();
     for definition in &definitions.list {
         stubs.definition(&definition.name, &definition.ty, &definition.doc, &mut types);
     }
     let mut out = String::new();
+    if let Some((function, parameters)) = positional_example(bindings) {
+        let keys: Vec<String> =
+            parameters.iter().map(|p| format!("{}: {p}", json::quote(p))).collect();
+        let _ = writeln!(
+            out,
+            "# A function whose argument is a dict also takes its keys as positional or keyword arguments, in order: `{function}({list})` is `{function}({{{keys}}})`.\n",
+            list = parameters.join(", "),
+            keys = keys.join(", "),
+        );
+    }
     let typing: Vec<&str> =
         stubs.imports.iter().copied().filter(|name| *name != "NotRequired").collect();
     if !typing.is_empty() {
@@ -73,6 +106,7 @@ impl Stubs {
     ) {
         let class = self.fresh(&format!("{}Namespace", type_name(&namespace.global)));
         let mut methods = String::new();
+        let mut bare = String::new();
         let mut subscripted = Vec::new();
         for (name, function) in &namespace.functions {
             let stem = type_name(name);
@@ -94,6 +128,16 @@ impl Stubs {
                     "    async def {name}(self, args: {input}{default}, /) -> {output}:"
                 );
                 docstring(&function_doc(function), "        ", &mut methods);
+                if namespace.functions_as_globals {
+                    let _ =
+                        writeln!(bare, "async def {name}(args: {input}{default}, /) -> {output}:");
+                    let doc = function_doc(function);
+                    if doc.is_empty() {
+                        bare.push_str("    ...\n");
+                    }
+                    docstring(&doc, "    ", &mut bare);
+                    bare.push('\n');
+                }
             } else {
                 subscripted.push((name.clone(), input, output));
             }
@@ -122,6 +166,7 @@ impl Stubs {
         }
         out.push_str(&methods);
         let _ = writeln!(out, "\n{}: {class}\n", namespace.global);
+        out.push_str(&bare);
     }
 
     /// A module-level name not given out yet: `wanted`, else `wanted2`, `wanted3`, …

@@ -4,11 +4,21 @@ use std::fmt::Write;
 
 use crate::binding::{BindingFunction, CodeBindingNamespace};
 use crate::declaration::schema::{self, Definitions, Object, Type};
-use crate::declaration::{function_doc, is_dotted};
+use crate::declaration::{
+    CALL_TOOL_DOC, Extras, function_doc, is_dotted, positional_example, value_doc,
+};
 use crate::json::{self, JsonValue};
+use crate::provider::CALL_TOOL;
 
-pub(super) fn render(bindings: &[CodeBindingNamespace]) -> String {
+pub(super) fn render(bindings: &[CodeBindingNamespace], extras: &Extras<'_>) -> String {
     let mut out = String::new();
+    if let Some((function, parameters)) = positional_example(bindings) {
+        let _ = writeln!(
+            out,
+            "/** A function whose argument is an object also takes its properties as positional arguments, in order: `{function}({list})` is `{function}({{ {list} }})`. */\n",
+            list = parameters.join(", "),
+        );
+    }
     for namespace in bindings {
         if let Some(class) = &namespace.error_class {
             let _ = write!(
@@ -22,7 +32,33 @@ pub(super) fn render(bindings: &[CodeBindingNamespace]) -> String {
         }
     }
     for namespace in bindings {
-        render_namespace(namespace, &mut out);
+        let members = render_namespace(namespace, &mut out);
+        if namespace.functions_as_globals {
+            // Named types live in the namespace's declaration.
+            let prefix = format!("{}.", namespace.global);
+            for member in &members {
+                doc_comment(member.doc.clone(), "", &mut out);
+                let _ = writeln!(
+                    out,
+                    "declare function {}({}): Promise<{}>;",
+                    member.name,
+                    parameter(member, "", &prefix),
+                    ty(&member.output, "", &prefix)
+                );
+            }
+            out.push('\n');
+        }
+    }
+    if extras.call_tool {
+        doc_comment(vec![CALL_TOOL_DOC.to_owned()], "", &mut out);
+        let _ = writeln!(
+            out,
+            "declare function {CALL_TOOL}(name: string, args?: unknown): Promise<unknown>;\n"
+        );
+    }
+    for (name, value) in extras.values {
+        doc_comment(vec![value_doc(value)], "", &mut out);
+        let _ = writeln!(out, "declare const {name}: {};\n", value_type(value));
     }
     while out.ends_with("\n\n") {
         out.pop();
@@ -39,7 +75,8 @@ struct Member {
     output: Type,
 }
 
-fn render_namespace(namespace: &CodeBindingNamespace, out: &mut String) {
+/// A namespace's declaration; returns its members, for the bare globals.
+fn render_namespace(namespace: &CodeBindingNamespace, out: &mut String) -> Vec<Member> {
     let mut definitions = Definitions::default();
     let members: Vec<Member> = namespace
         .functions
@@ -90,6 +127,19 @@ fn render_namespace(namespace: &CodeBindingNamespace, out: &mut String) {
         out.push_str("};\n");
     }
     out.push('\n');
+    members
+}
+
+/// A value's type, from its shape at the top: a scalar's type, or a read-only array or record.
+fn value_type(value: &JsonValue) -> &'static str {
+    match value {
+        JsonValue::Null => "null",
+        JsonValue::Bool(_) => "boolean",
+        JsonValue::Number(_) => "number",
+        JsonValue::String(_) => "string",
+        JsonValue::Array(_) => "readonly unknown[]",
+        JsonValue::Object(_) => "Readonly<Record<string, unknown>>",
+    }
 }
 
 fn member(name: &str, function: &BindingFunction, definitions: &mut Definitions) -> Member {

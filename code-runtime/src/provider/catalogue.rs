@@ -47,8 +47,16 @@ pub const DUPLICATE_ARGUMENT: &str = "{binding}() got multiple values for argume
 /// iterated): a `TypeError` at that use. The call itself was made.
 pub const NOT_AWAITED: &str = "{binding}(...) was not awaited: write `await {binding}(...)`";
 
+/// `call_tool` with a name no function has: a `TypeError` at the call. `{tools}` is
+/// [`ToolIndex::listing`](crate::provider::ToolIndex::listing).
+pub const UNKNOWN_TOOL: &str = "call_tool() has no tool {name}; the tools are: {tools}";
+
+/// `call_tool` whose first argument is not a string: a `TypeError` at the call.
+pub const TOOL_NAME: &str =
+    "call_tool() takes the tool's name first, as a string (\"namespace.function\" or \"function\")";
+
 /// The templates a substrate outside this process fills in itself, by key.
-pub const SUBSTRATE_MESSAGES: [(&str, &str); 9] = [
+pub const SUBSTRATE_MESSAGES: [(&str, &str); 11] = [
     ("unrenderable", UNRENDERABLE_EXCEPTION),
     ("lossyArguments", LOSSY_ARGUMENTS),
     ("tooManyArguments", TOO_MANY_ARGUMENTS),
@@ -58,7 +66,43 @@ pub const SUBSTRATE_MESSAGES: [(&str, &str); 9] = [
     ("notAwaited", NOT_AWAITED),
     ("tooManyPositional", TOO_MANY_POSITIONAL),
     ("duplicateArgument", DUPLICATE_ARGUMENT),
+    ("unknownTool", UNKNOWN_TOOL),
+    ("toolName", TOOL_NAME),
 ];
+
+/// [`UNKNOWN_TOOL`] filled in; the name is JSON-quoted, cut to 200 bytes.
+pub fn unknown_tool(name: &str, tools: &str) -> String {
+    let name = json::quote(json::truncate(name, 200));
+    fill(UNKNOWN_TOOL, &[("name", &name), ("tools", tools)])
+}
+
+/// `template` with each `{key}` replaced in one pass, so a substituted text that itself holds a
+/// placeholder (a tool named `{tools}`) stays as it is.
+fn fill(template: &str, substitutions: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let known = after.find('}').and_then(|close| {
+            let key = &after[..close];
+            let (_, value) = substitutions.iter().find(|(name, _)| *name == key)?;
+            Some((*value, close))
+        });
+        match known {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 /// [`TOO_MANY_ARGUMENTS`] filled in.
 pub fn too_many_arguments(label: &str, count: usize) -> String {

@@ -20,8 +20,8 @@ use crate::provider::dispatch::Calls;
 use crate::provider::hint;
 use crate::provider::report::RunReport;
 use crate::provider::{
-    Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, RunGate, RunPermit,
-    StopReason, reactor, unfenced, validate_bindings,
+    Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, ProgramGlobals, RunGate,
+    RunPermit, StopReason, reactor, unfenced, validate_request,
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
@@ -116,6 +116,9 @@ pub struct Start {
     pub table: Arc<BindingTable>,
     /// This run's budgets: the provider's, tightened by the request's.
     pub limits: Limits,
+    /// The globals besides the namespaces and error classes (bare functions, `call_tool`, the
+    /// request's values), to install in this order.
+    pub globals: ProgramGlobals,
 }
 
 /// The host side of a provider: its limits, its gate, and the one host loop.
@@ -192,9 +195,9 @@ impl Host {
     {
         let started = Instant::now();
         let mut permit = self.gate.enter()?;
-        validate_bindings(&request.bindings)?;
+        validate_request(&request)?;
         let limits = self.limits.tighten(&request.limits)?;
-        let CodeRunRequest { program, bindings, signal, events, .. } = request;
+        let CodeRunRequest { program, bindings, values, call_tool, signal, events, .. } = request;
         let program = unfenced(&program).unwrap_or(program);
         let mut report = RunReport::new(self.language, self.isolation, events, started);
         let span = report.span().clone();
@@ -223,13 +226,13 @@ impl Host {
                 return ledger.settle(Ending::Stopped(reason));
             }
             let table = Arc::new(BindingTable::new(&bindings));
-            let substrate =
-                match start(Start { program, namespaces: bindings, table: table.clone(), limits })
-                    .await
-                {
-                    Ok(substrate) => substrate,
-                    Err(ending) => return ledger.settle(ending),
-                };
+            let globals = ProgramGlobals::plan(&bindings, values, call_tool);
+            let setup =
+                Start { program, namespaces: bindings, table: table.clone(), limits, globals };
+            let substrate = match start(setup).await {
+                Ok(substrate) => substrate,
+                Err(ending) => return ledger.settle(ending),
+            };
             let running = Running { substrate: Some(substrate), permit: Some(permit) };
             let calls = Calls::new(table, &limits, report.span().clone());
             drive(running, calls, ledger, stops, &mut report).await

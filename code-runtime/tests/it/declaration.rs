@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use code_runtime::{CodeBindingNamespace, ContractError, binding, describe};
+use code_runtime::{
+    CodeBindingNamespace, CodeRunRequest, ContractError, binding, describe, describe_request,
+};
 use serde_json::json;
 
 fn echo() -> code_runtime::BindingFunction {
@@ -145,8 +147,12 @@ fn tool(path: &Path) -> Command {
 struct Scratch(PathBuf);
 
 impl Scratch {
+    /// A directory of its own: tests run concurrently in one process.
     fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("code-runtime-{name}-{}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir()
+            .join(format!("code-runtime-{name}-{}-{serial}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         Self(path)
@@ -281,6 +287,71 @@ return [page, text, gone, names]
         "await files[\"read-file\"]({\"path\": 1})",
         "n: int = await tools.fetch({\"url\": \"x\"})",
     ] {
+        let errors = mypy(&stubs, wrong).expect_err(wrong);
+        assert!(errors.contains("error:"), "{wrong}: {errors}");
+    }
+}
+
+/// A request whose program also sees bare functions, `call_tool` and values.
+fn with_globals() -> CodeRunRequest {
+    let get = echo()
+        .description("Reads a key.")
+        .input(json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}))
+        .output(json!({"type": "string"}));
+    let kv = CodeBindingNamespace::new("kv").function("get", get).functions_as_globals();
+    CodeRunRequest::new("")
+        .binding(kv)
+        .call_tool()
+        .value("accountId", json!("acct-1"))
+        .value("spec", json!({"paths": {"/a": {}}, "version": 3}))
+        .value("limits", json!([1, 2]))
+}
+
+#[test]
+fn declarations_of_bare_functions_call_tool_and_values() {
+    let request = with_globals();
+    insta::assert_snapshot!(
+        "globals_typescript",
+        describe_request(&request, "typescript").unwrap()
+    );
+    insta::assert_snapshot!("globals_python", describe_request(&request, "python").unwrap());
+    let unusable = CodeRunRequest::new("").value("print", json!(1));
+    assert!(describe_request(&unusable, "python").is_err());
+}
+
+#[test]
+fn the_type_checkers_accept_the_globals_and_refuse_misuse() {
+    let declarations = describe_request(&with_globals(), "typescript").unwrap();
+    let good = r#"
+const value: string = await get({ key: "a" });
+const same: string = await kv.get({ key: "a" });
+const any: unknown = await call_tool("kv.get", { key: "a" });
+const id: string = accountId;
+const keys: string[] = Object.keys(spec);
+const first: unknown = limits[0];
+return [value, same, any, id, keys, first];
+"#;
+    tsc(&declarations, good).unwrap_or_else(|errors| panic!("{errors}\n{declarations}"));
+    for wrong in [
+        "await get({ key: 1 });",
+        "accountId = 'b';",
+        "const n: number = accountId;",
+        "await call_tool(1, {});",
+    ] {
+        let errors = tsc(&declarations, wrong).expect_err(wrong);
+        assert!(errors.contains("error TS"), "{wrong}: {errors}");
+    }
+    let stubs = describe_request(&with_globals(), "python").unwrap();
+    let good = r#"
+value: str = await get({"key": "a"})
+same: str = await kv.get({"key": "a"})
+anything = await call_tool("kv.get", {"key": "a"})
+ident: str = accountId
+keys: list[str] = list(spec)
+return [value, same, anything, ident, keys, limits[0]]
+"#;
+    mypy(&stubs, good).unwrap_or_else(|errors| panic!("{errors}\n{stubs}"));
+    for wrong in ["await get({\"key\": 1})", "n: int = accountId", "await call_tool(1, {})"] {
         let errors = mypy(&stubs, wrong).expect_err(wrong);
         assert!(errors.contains("error:"), "{wrong}: {errors}");
     }

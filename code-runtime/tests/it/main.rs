@@ -11,6 +11,7 @@ mod json;
 mod ledger;
 mod limits;
 mod observe;
+mod program_globals;
 mod program_text;
 mod result;
 mod validation;
