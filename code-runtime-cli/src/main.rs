@@ -8,6 +8,7 @@
 
 mod bench;
 mod describe;
+mod mcp;
 mod run;
 
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ impl<T: std::fmt::Display> From<T> for Failure {
 
 /// The one line of a failure, whatever its message held.
 fn one_line(message: &str) -> String {
+    // The library's errors name it already (`code-runtime: binding global ...`).
+    let message = message.strip_prefix("code-runtime: ").unwrap_or(message);
     format!("code-runtime: {}", message.replace('\n', " "))
 }
 
@@ -38,7 +41,8 @@ const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|pyth
 [--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
 [--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
 code-runtime bench [--language typescript|python|all] [--quick] [--json]\n       \
-code-runtime describe --bindings FILE [--language typescript|python]";
+code-runtime describe --bindings FILE [--language typescript|python]\n       \
+code-runtime mcp --config FILE [--http ADDR] [--record FILE]";
 
 const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
 
@@ -48,6 +52,12 @@ usage:
   code-runtime describe --bindings FILE [--language typescript|python]
                                          print the TypeScript declarations (default) or Python
                                          stubs the model should read about the bindings
+  code-runtime mcp --config FILE [--http ADDR] [--record FILE]
+                                         serve code mode over MCP (stdio, or streamable HTTP
+                                         at http://ADDR/mcp): run_code over the config's
+                                         upstream MCP servers {\"servers\": {\"ns\": {\"command\":
+                                         [..], \"env\": {..}} | {\"url\": \"..\"}}, \"bindings\",
+                                         \"languages\", \"limits\"}
 
 run options:
   --language typescript|python   default: from the extension (.ts .js .mts: typescript, .py: python)
@@ -94,6 +104,7 @@ fn main() -> ExitCode {
         Some("run") => run::main(&args[1..]),
         Some("bench") => bench::main(&args[1..]),
         Some("describe") => describe::main(&args[1..]),
+        Some("mcp") => mcp::main(&args[1..]),
         Some("--help" | "-h" | "help") => {
             print_stdout(HELP);
             Ok(ExitCode::SUCCESS)
@@ -129,6 +140,6 @@ fn print_stdout(text: &str) {
 }
 
 #[expect(clippy::print_stderr, reason = "the CLI contract: misuse is one line on stderr")]
-fn print_stderr(text: &str) {
+pub(crate) fn print_stderr(text: &str) {
     eprintln!("{text}");
 }

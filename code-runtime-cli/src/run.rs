@@ -94,7 +94,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         None => BindingsFile::default(),
     };
     let isolation = isolation(&args, &language)?;
-    let runtime = provider(&language, limits, isolation)?;
+    let runtime = provider(&language, limits, isolation, false)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -128,7 +128,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
 }
 
 /// SIGINT and SIGTERM abort the run; the provider then stops the program and reaps it.
-async fn abort_on_signals(signal: CancellationToken) {
+pub(crate) async fn abort_on_signals(signal: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal as unix_signal};
     let (Ok(mut interrupt), Ok(mut terminate)) =
         (unix_signal(SignalKind::interrupt()), unix_signal(SignalKind::terminate()))
@@ -174,17 +174,19 @@ fn isolation(args: &Args, language: &str) -> Result<Isolation, Failure> {
     }
 }
 
-/// The provider for `language`. Invalid limits are misuse; a Python that cannot run programs, or
-/// a sandbox this machine cannot give, is the host's failure.
-fn provider(
+/// The provider for `language`; `warm` starts cells ahead of the next run (for a server: `run`
+/// makes one run, then exits, so a cell started ahead would only be thrown away). Invalid limits
+/// are misuse; a Python that cannot run programs, or a sandbox this machine cannot give, is the
+/// host's failure.
+pub(crate) fn provider(
     language: &str,
     limits: Limits,
     isolation: Isolation,
+    warm: bool,
 ) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
         "python" => {
-            // One run, then exit: a cell started ahead of a next run would only be thrown away.
-            let config = PythonConfig { limits, warm_cell: false, ..PythonConfig::default() };
+            let config = PythonConfig { limits, warm_cell: warm, ..PythonConfig::default() };
             match PythonCodeRuntime::new(config) {
                 Ok(runtime) => Arc::new(runtime),
                 Err(PythonError::Config(error)) => return Err(Failure::Misuse(error.to_string())),
@@ -195,9 +197,8 @@ fn provider(
             let config = WorkerThreadConfig {
                 limits,
                 isolation,
-                // This executable serves the cells (`main` calls `serve_cell_if_asked`); one run,
-                // then exit, so nothing is started ahead.
-                warm: false,
+                // This executable serves the cells (`main` calls `serve_cell_if_asked`).
+                warm,
                 machine_cache: code_runtime_sandbox::cache::user_dir(),
                 ..WorkerThreadConfig::default()
             };

@@ -11,7 +11,7 @@ use code_runtime::{
 use indexmap::IndexMap;
 
 use crate::command::{DEFAULT_COMMAND_TIMEOUT, run_command};
-use crate::{FixtureError, Recorder, read_document};
+use crate::{FixtureError, Recorder, copied, read_document};
 
 /// What a bindings file gives a program: namespaces, values, and whether it has `call_tool`.
 #[derive(Debug, Default)]
@@ -320,13 +320,6 @@ impl Behaviour {
             Action::Command(argv, timeout) => run_command(argv, &args, *timeout).await,
         }
     }
-}
-
-/// A copy of `value` made without recursion, integers with their exact digits.
-fn copied(value: &JsonValue) -> Result<JsonValue, json::ParseError> {
-    let mut text = String::new();
-    json::encode_with(value, json::NumberSpelling::ExactIntegers, &mut text);
-    json::parse(&text)
 }
 
 fn argv(command: &JsonValue) -> Result<Vec<String>, String> {

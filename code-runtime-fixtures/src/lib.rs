@@ -26,6 +26,8 @@ pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
 pub use crate::recorder::{CallRecord, Recorder};
 
+use code_runtime::json::{self, JsonValue};
+
 /// A file that cannot be used: unreadable, too large, not JSON, or not in the format. The
 /// message is one line and names the file.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -36,4 +38,12 @@ impl FixtureError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
         Self(message.into().replace('\n', " "))
     }
+}
+
+/// A copy of a lossless `value` made without recursion (encoding and parsing are both iterative;
+/// `Clone` of a deep value is not), integers with their exact digits.
+pub(crate) fn copied(value: &JsonValue) -> Result<JsonValue, json::ParseError> {
+    let mut text = String::new();
+    json::encode_with(value, json::NumberSpelling::ExactIntegers, &mut text);
+    json::parse(&text)
 }

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{BindingError, JsonValue as Value};
 
+use crate::copied;
+
 /// One binding call: who was called with what, how it settled, and when.
 #[derive(Debug)]
 pub struct CallRecord {
@@ -121,15 +123,15 @@ impl Recorder {
         self.inner.is_some()
     }
 
-    /// A detached copy of `args`, when recording (the host closure consumes the original).
-    pub(crate) fn copy(&self, args: &Value) -> Option<JsonValue> {
+    /// A detached copy of `args`, when recording (the host closure consumes the original): take
+    /// it before the call, and hand it to [`record`](Recorder::record) once the call settled.
+    pub fn copy(&self, args: &Value) -> Option<JsonValue> {
         self.inner.as_ref()?;
-        // Encoding and parsing are both iterative; `Clone` of a deep value is not.
-        json::parse(&json::encode(args)).ok()
+        copied(args).ok()
     }
 
-    /// Records one settled call.
-    pub(crate) fn record(
+    /// Records one settled call of `namespace.function` that started at `started`.
+    pub fn record(
         &self,
         namespace: &str,
         function: &str,
@@ -139,11 +141,10 @@ impl Recorder {
     ) {
         let Some(inner) = &self.inner else { return };
         let outcome = match outcome {
-            Ok(value) => Ok(json::parse(&json::encode(value)).unwrap_or(JsonValue::Null)),
-            Err(error) => Err((
-                error.message().to_owned(),
-                error.data().and_then(|data| json::parse(&json::encode(data)).ok()),
-            )),
+            Ok(value) => Ok(copied(value).unwrap_or(JsonValue::Null)),
+            Err(error) => {
+                Err((error.message().to_owned(), error.data().and_then(|d| copied(d).ok())))
+            }
         };
         let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
         let record = CallRecord {

@@ -1,20 +1,23 @@
 //! Project automation, run as `cargo xtask <command>` (see <https://github.com/matklad/cargo-xtask/>).
 //!
 //! - `test [ARGS]`: the test command of the README: installs the pinned type checkers of
-//!   `typecheck/` when they are not there, then `cargo test --workspace [ARGS]` with the offline V8
+//!   `typecheck/` and MCP peers of `mcp-peers/` when they are not there, then `cargo test --workspace [ARGS]` with the offline V8
 //!   library wired in when it is present.
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
 //! - `conformance [--provider typescript|python] [--suite NAME]`: the cross-provider suite.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
+//! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning
+//!   out 20 upstream calls against the same 20 calls made directly by an MCP client
+//!   (`code-runtime-cli/tests/mcp/bench.py`, with the peers of `mcp-peers/`).
 //! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
 //!   needs root (see `unprivileged.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
+mod test_tools;
 mod tidy;
 mod toolchain;
-mod typecheck;
 mod unprivileged;
 
 use std::process::ExitCode;
@@ -24,7 +27,7 @@ fn main() -> ExitCode {
     let command = args.next();
     let rest: Vec<String> = args.collect();
     let outcome = match command.as_deref() {
-        Some("test") => typecheck::install()
+        Some("test") => test_tools::install()
             .and_then(|()| toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat())),
         Some("demo") => toolchain::cargo(&[
             "run",
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::run(),
         Some("unprivileged") => unprivileged::run(&rest),
         Some("conformance") => conformance(&rest),
+        Some("bench-mcp") => bench_mcp(&rest),
         Some("bench") => toolchain::cargo(
             &[
                 &["run", "--quiet", "--release", "--package", "code-runtime-cli", "--", "bench"],
@@ -48,10 +52,11 @@ fn main() -> ExitCode {
             .concat(),
         ),
         Some(other) => Err(format!(
-            "unknown command `{other}` (test, demo, tidy, bench, conformance, unprivileged)"
+            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged)"
         )),
         None => {
-            Err("missing command (test, demo, tidy, bench, conformance, unprivileged)".to_owned())
+            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged)"
+                .to_owned())
         }
     };
     match outcome {
@@ -82,4 +87,21 @@ fn conformance(args: &[String]) -> Result<(), String> {
 
 fn strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
+}
+
+/// `code-runtime-cli/tests/mcp/bench.py` against the release binary.
+#[expect(clippy::disallowed_methods, reason = "the pinned MCP client that measures")]
+fn bench_mcp(rest: &[String]) -> Result<(), String> {
+    test_tools::install()?;
+    toolchain::cargo(&["build", "--quiet", "--release", "--package", "code-runtime-cli"])?;
+    let root = toolchain::project_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+    let status = std::process::Command::new(root.join("mcp-peers/.venv/bin/python"))
+        .arg(root.join("code-runtime-cli/tests/mcp/bench.py"))
+        .arg(target.join("release/code-runtime"))
+        .args(rest)
+        .status()
+        .map_err(|error| format!("cannot run the benchmark: {error}"))?;
+    if status.success() { Ok(()) } else { Err(format!("the benchmark failed ({status})")) }
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod mcp;
+
 fn binary() -> Command {
     #[expect(clippy::disallowed_methods, reason = "the binary under test")]
     let mut command = Command::new(env!("CARGO_BIN_EXE_code-runtime"));

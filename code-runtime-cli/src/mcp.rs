@@ -1,0 +1,197 @@
+//! `code-runtime mcp`: code mode for any MCP client over any MCP servers (DESIGN.md §12). The
+//! upstream servers' tools become binding namespaces, and the client gets `run_code`.
+
+mod config;
+mod server;
+mod upstream;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use code_runtime_fixtures::{BindingsFile, Recorder, load_bindings};
+use code_runtime_worker_thread::Isolation;
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::Failure;
+use crate::mcp::config::McpConfig;
+use crate::mcp::server::{Catalogue, CodeModeServer, Runtimes};
+use crate::mcp::upstream::Upstream;
+
+#[derive(Debug, Default)]
+struct Args {
+    config: Option<PathBuf>,
+    http: Option<SocketAddr>,
+    record: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<Args, Failure> {
+    let mut parsed = Args::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let mut value = |flag: &str| {
+            rest.next().cloned().ok_or_else(|| Failure::Misuse(format!("{flag} needs a value")))
+        };
+        match arg.as_str() {
+            "--config" => parsed.config = Some(value(arg)?.into()),
+            "--record" => parsed.record = Some(value(arg)?.into()),
+            "--http" => {
+                let text = value(arg)?;
+                let address = text.parse().map_err(|_| {
+                    Failure::Misuse(format!(
+                        "--http needs an address such as 127.0.0.1:8080, got {text}"
+                    ))
+                })?;
+                parsed.http = Some(address);
+            }
+            other => return Err(Failure::Misuse(format!("unexpected argument {other}"))),
+        }
+    }
+    Ok(parsed)
+}
+
+pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
+    let args = parse(args)?;
+    let path = args.config.clone().ok_or("mcp needs --config FILE")?;
+    let config = McpConfig::load(&path)?;
+    let recorder = match &args.record {
+        Some(path) => Recorder::writing(
+            std::fs::File::create(path)
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
+        ),
+        None => Recorder::off(),
+    };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::Internal(format!("cannot start tokio: {error}")))?;
+    tokio.block_on(serve(config, args.http, recorder))
+}
+
+async fn serve(
+    config: McpConfig,
+    http: Option<SocketAddr>,
+    recorder: Recorder,
+) -> Result<ExitCode, Failure> {
+    let mut upstreams = Vec::new();
+    let mut file = match &config.bindings {
+        Some(path) => load_bindings(path, &recorder)?,
+        None => BindingsFile::default(),
+    };
+    let mut namespaces = Vec::new();
+    for (name, server) in &config.servers {
+        let connected = Upstream::connect(name, server.clone()).await;
+        let (upstream, offer) = match connected {
+            Ok(connected) => connected,
+            Err(why) => {
+                close(&upstreams).await;
+                return Err(Failure::Misuse(why));
+            }
+        };
+        namespaces.push(upstream.namespace(&offer, &recorder));
+        upstreams.push(upstream);
+    }
+    namespaces.append(&mut file.namespaces);
+    let catalogue = Catalogue { namespaces, values: file.values, call_tool: file.call_tool };
+    let outcome = async {
+        let runtimes = runtimes(&config)?;
+        let server = CodeModeServer::new(catalogue, runtimes.clone());
+        let served = match server {
+            Ok(server) => {
+                // Serving: what the upstream servers say on stderr is ours to pass on now.
+                for upstream in &upstreams {
+                    upstream.forward_stderr();
+                }
+                match http {
+                    None => serve_stdio(server).await,
+                    Some(address) => serve_http(server, address).await,
+                }
+            }
+            Err(why) => Err(Failure::Misuse(why)),
+        };
+        for (_, runtime) in &runtimes {
+            runtime.dispose().await;
+        }
+        served
+    }
+    .await;
+    close(&upstreams).await;
+    if let Some(error) = recorder.write_error() {
+        return Err(Failure::Internal(format!("cannot write the record: {error}")));
+    }
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+async fn close(upstreams: &[Arc<Upstream>]) {
+    for upstream in upstreams {
+        upstream.close().await;
+    }
+}
+
+/// One provider per configured language, warm: a server runs many programs.
+fn runtimes(config: &McpConfig) -> Result<Runtimes, Failure> {
+    config
+        .languages
+        .iter()
+        .map(|language| {
+            let runtime = crate::run::provider(language, config.limits, Isolation::Process, true)?;
+            Ok((language.clone(), runtime))
+        })
+        .collect()
+}
+
+/// Serves one client on stdin and stdout until stdin closes or a signal comes.
+async fn serve_stdio(server: CodeModeServer) -> Result<(), Failure> {
+    let stop = CancellationToken::new();
+    let signals = tokio::spawn(crate::run::abort_on_signals(stop.clone()));
+    let running = server
+        .serve_with_ct(rmcp::transport::stdio(), stop.clone())
+        .await
+        .map_err(|error| Failure::Internal(format!("the MCP session did not start: {error}")));
+    let outcome = match running {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|error| Failure::Internal(format!("the MCP session failed: {error}"))),
+        Err(error) => Err(error),
+    };
+    signals.abort();
+    outcome
+}
+
+/// Serves streamable HTTP at `address` (`/mcp`) until a signal comes. The bound address is
+/// told on stderr, so `--http 127.0.0.1:0` is usable.
+async fn serve_http(server: CodeModeServer, address: SocketAddr) -> Result<(), Failure> {
+    let stop = CancellationToken::new();
+    let mut config =
+        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    if !address.ip().is_loopback() {
+        // Bound to a public address on purpose (behind a load balancer, say): the Host header
+        // check against DNS rebinding is for servers on loopback.
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| Failure::Misuse(format!("cannot listen on {address}: {error}")))?;
+    let bound = listener.local_addr().map_err(|error| Failure::Internal(error.to_string()))?;
+    crate::print_stderr(&format!("code-runtime: serving MCP on http://{bound}/mcp"));
+    let signals = tokio::spawn(crate::run::abort_on_signals(stop.clone()));
+    let shutdown = stop.clone();
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+        .await
+        .map_err(|error| Failure::Internal(format!("the HTTP server failed: {error}")));
+    signals.abort();
+    served
+}

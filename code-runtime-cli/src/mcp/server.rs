@@ -1,0 +1,436 @@
+//! The MCP server the client sees: `run_code`, whose description carries the declarations of
+//! every binding, and `search_tools` / `describe_tools` for catalogues too big to read at once.
+
+// The logging API of MCP (notifications/message, logging/setLevel) is deprecated by SEP-2577 in
+// rmcp, and still what clients implement.
+#![allow(deprecated, reason = "MCP logging is what clients implement today")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::{
+    CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink, RunEvent, describe_request,
+};
+use indexmap::IndexMap;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+
+/// How many bytes of declarations `run_code`'s description carries at most (a client puts it
+/// in every prompt): the languages' declarations that fit, in the config's order; when none
+/// fits, the functions' names, and `describe_tools` for the rest.
+const DESCRIPTION_BUDGET: usize = 24 * 1024;
+
+/// How many matches `search_tools` returns at most.
+const SEARCH_RESULTS: usize = 20;
+
+/// The providers a server runs programs on, by language, in the config's order.
+pub(crate) type Runtimes = Vec<(String, Arc<dyn CodeRuntime>)>;
+
+/// What every run's program sees.
+pub(crate) struct Catalogue {
+    pub(crate) namespaces: Vec<CodeBindingNamespace>,
+    pub(crate) values: IndexMap<String, JsonValue>,
+    pub(crate) call_tool: bool,
+}
+
+impl Catalogue {
+    fn request(&self, program: String) -> CodeRunRequest {
+        CodeRunRequest {
+            program,
+            bindings: self.namespaces.clone(),
+            // The values were checked (at most 256 levels deep) when the server was made, so the
+            // clone's recursion is bounded.
+            values: self.values.clone(),
+            call_tool: self.call_tool,
+            ..CodeRunRequest::default()
+        }
+    }
+}
+
+/// The server: one per process, shared by every session.
+#[derive(Clone)]
+pub(crate) struct CodeModeServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    catalogue: Catalogue,
+    /// In the config's order; the first is the default language.
+    runtimes: Runtimes,
+    tools: Vec<Tool>,
+    /// The lowest level of log notification the client asked for (`logging/setLevel`).
+    level: AtomicU8,
+}
+
+impl CodeModeServer {
+    /// A server over `catalogue`, running programs on `runtimes`.
+    ///
+    /// # Errors
+    ///
+    /// The contract error of a catalogue no run would accept.
+    pub(crate) fn new(catalogue: Catalogue, runtimes: Runtimes) -> Result<Self, String> {
+        let mut declarations = Vec::new();
+        for (language, _) in &runtimes {
+            let text = describe_request(&catalogue.request(String::new()), language)
+                .map_err(|error| error.to_string())?;
+            declarations.push((language.clone(), text));
+        }
+        let languages: Vec<&str> = runtimes.iter().map(|(language, _)| language.as_str()).collect();
+        let tools = vec![
+            run_code_tool(&catalogue, &languages, &declarations),
+            search_tools_tool(),
+            describe_tools_tool(&languages),
+        ];
+        let inner = Inner {
+            catalogue,
+            runtimes,
+            tools,
+            level: AtomicU8::new(level_rank(LoggingLevel::Debug)),
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    async fn run_code(
+        &self,
+        arguments: &JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let code = arguments
+            .get("code")
+            .and_then(JsonValue::as_str)
+            .ok_or_else(|| ErrorData::invalid_params("run_code needs \"code\", a string", None))?;
+        let runtime = self.runtime(arguments.get("language"))?;
+        // Logs go out as notifications, in order, each before the result: the sink only queues
+        // them (it runs inside the host loop), this task sends them, and the result waits for
+        // the end of the queue.
+        let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
+        let sending = {
+            let peer = context.peer.clone();
+            let inner = self.inner.clone();
+            tokio::spawn(async move {
+                while let Some(Some(line)) = queued.recv().await {
+                    if inner.level.load(Ordering::Relaxed) > level_rank(LoggingLevel::Info) {
+                        continue;
+                    }
+                    let message =
+                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(line))
+                            .with_logger("code-runtime");
+                    if peer.notify_logging_message(message).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        let sink = {
+            let queue = queue.clone();
+            EventSink::new(move |event| {
+                if let RunEvent::Log { line } = event {
+                    let _ = queue.send(Some(line.to_owned()));
+                }
+            })
+        };
+        // The client's `notifications/cancelled` cancels `context.ct`: the run ends as `abort`.
+        let request = CodeRunRequest {
+            signal: Some(context.ct.child_token()),
+            events: Some(sink),
+            ..self.inner.catalogue.request(code.to_owned())
+        };
+        let result = runtime.run(request).await;
+        let _ = queue.send(None);
+        let _ = sending.await;
+        let result = result.map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let text = result.to_json();
+        let structured = json::parse(&text).ok();
+        let mut reply = if result.is_ok() {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        reply.structured_content = structured;
+        Ok(reply)
+    }
+
+    fn runtime(&self, language: Option<&JsonValue>) -> Result<Arc<dyn CodeRuntime>, ErrorData> {
+        let runtimes = &self.inner.runtimes;
+        let chosen = match language {
+            None | Some(JsonValue::Null) => runtimes.first(),
+            Some(JsonValue::String(language)) => runtimes.iter().find(|(name, _)| name == language),
+            Some(_) => None,
+        };
+        chosen.map(|(_, runtime)| runtime.clone()).ok_or_else(|| {
+            let offered: Vec<&str> = runtimes.iter().map(|(name, _)| name.as_str()).collect();
+            ErrorData::invalid_params(
+                format!("run_code's language must be one of: {}", offered.join(", ")),
+                None,
+            )
+        })
+    }
+
+    fn search_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
+        let query = arguments
+            .get("query")
+            .and_then(JsonValue::as_str)
+            .ok_or_else(|| {
+                ErrorData::invalid_params("search_tools needs \"query\", a string", None)
+            })?
+            .to_lowercase();
+        let words: Vec<&str> =
+            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        let mut matches: Vec<(usize, String, String)> = Vec::new();
+        for namespace in &self.inner.catalogue.namespaces {
+            for (name, function) in &namespace.functions {
+                let label = format!("{}.{name}", namespace.global);
+                let description = function.description_text().unwrap_or_default();
+                let haystack = format!("{label} {description}").to_lowercase();
+                let score = words.iter().filter(|word| haystack.contains(*word)).count();
+                if score > 0 || words.is_empty() {
+                    matches.push((score, label, description.to_owned()));
+                }
+            }
+        }
+        // Best first; ties keep the catalogue's order (the sort is stable).
+        matches.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
+        let found: Vec<JsonValue> = matches
+            .into_iter()
+            .take(SEARCH_RESULTS)
+            .map(|(_, name, description)| json!({ "name": name, "description": description }))
+            .collect();
+        let value = json!({ "tools": found });
+        let mut reply = CallToolResult::success(vec![ContentBlock::text(json::encode(&value))]);
+        reply.structured_content = Some(value);
+        Ok(reply)
+    }
+
+    fn describe_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
+        let names: Vec<&str> = arguments
+            .get("names")
+            .and_then(JsonValue::as_array)
+            .and_then(|names| names.iter().map(JsonValue::as_str).collect())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "describe_tools needs \"names\", an array of \"namespace.function\" or namespace names",
+                    None,
+                )
+            })?;
+        let language = match arguments.get("language").and_then(JsonValue::as_str) {
+            Some(language) => language.to_owned(),
+            None => self.inner.runtimes[0].0.clone(),
+        };
+        let catalogue = &self.inner.catalogue;
+        let mut unknown = Vec::new();
+        let mut chosen: Vec<CodeBindingNamespace> = Vec::new();
+        for name in &names {
+            let found = catalogue.namespaces.iter().find_map(|namespace| {
+                if namespace.global == *name {
+                    return Some((namespace, None));
+                }
+                let member = name.strip_prefix(namespace.global.as_str())?.strip_prefix('.')?;
+                namespace
+                    .functions
+                    .get(member)
+                    .map(|function| (namespace, Some((member, function))))
+            });
+            match found {
+                None => unknown.push(*name),
+                Some((namespace, member)) => {
+                    let index = match chosen.iter().position(|c| c.global == namespace.global) {
+                        Some(index) => index,
+                        None => {
+                            let mut copy = namespace.clone();
+                            copy.functions.clear();
+                            chosen.push(copy);
+                            chosen.len() - 1
+                        }
+                    };
+                    match member {
+                        None => chosen[index].functions = namespace.functions.clone(),
+                        Some((member, function)) => {
+                            chosen[index].functions.insert(member.to_owned(), function.clone());
+                        }
+                    }
+                }
+            }
+        }
+        if !unknown.is_empty() {
+            let text = format!(
+                "no such tools: {}; search_tools finds them by keyword",
+                unknown.join(", ")
+            );
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
+        }
+        let request = CodeRunRequest {
+            bindings: chosen,
+            values: catalogue.request(String::new()).values,
+            call_tool: catalogue.call_tool,
+            ..CodeRunRequest::default()
+        };
+        match describe_request(&request, &language) {
+            Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
+            Err(error) => Err(ErrorData::invalid_params(error.to_string(), None)),
+        }
+    }
+}
+
+impl ServerHandler for CodeModeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
+            .with_server_info(Implementation::new("code-runtime", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Call run_code with a program that calls the tools it declares: many tool calls, \
+                 one round trip, and only what the program prints and returns comes back.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner.level.store(level_rank(request.level), Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "run_code" => self.run_code(&arguments, context).await,
+            "search_tools" => self.search_tools(&arguments),
+            "describe_tools" => self.describe_tools(&arguments),
+            other => Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {} (run_code, search_tools, describe_tools)",
+                    json::quote(other)
+                ),
+                None,
+            )),
+        };
+        result.map(CallToolResponse::from)
+    }
+}
+
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn object(value: JsonValue) -> JsonObject {
+    match value {
+        JsonValue::Object(object) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+fn run_code_tool(
+    catalogue: &Catalogue,
+    languages: &[&str],
+    declarations: &[(String, String)],
+) -> Tool {
+    let mut description = format!(
+        "Runs one program in a sandbox, in {}. The program is the body of an async function: it \
+         calls the functions declared below with `await` (fan out with Promise.all / \
+         asyncio.gather), and what it `return`s is the result; what it prints comes back as \
+         logs. Nothing else comes back, so filter and summarise in the program. The result is \
+         {{\"logs\": [...], \"value\": ...}} or {{\"logs\": [...], \"error\": {{\"kind\", \"message\"}}}}.",
+        languages.join(" or ")
+    );
+    // Each language's declarations while they fit, in the config's order; the rest are a
+    // describe_tools call away.
+    let mut room = DESCRIPTION_BUDGET;
+    let mut left_out = Vec::new();
+    for (language, text) in declarations {
+        if text.len() > room {
+            left_out.push(language.as_str());
+            continue;
+        }
+        room -= text.len();
+        let fence = if language == "python" { "python" } else { "ts" };
+        description.push_str(&format!("\n\n{language}:\n```{fence}\n{text}\n```"));
+    }
+    if left_out.len() == declarations.len() {
+        let names: Vec<String> = catalogue
+            .namespaces
+            .iter()
+            .flat_map(|ns| ns.functions.keys().map(move |name| format!("{}.{name}", ns.global)))
+            .collect();
+        description.push_str(&format!(
+            "\n\nThe functions (describe_tools gives their declarations, search_tools finds them by keyword): {}",
+            names.join(", ")
+        ));
+    } else if !left_out.is_empty() {
+        description.push_str(&format!(
+            "\n\nFor {}, describe_tools with that language gives the same functions' declarations.",
+            left_out.join(" and ")
+        ));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "code": { "type": "string", "description": "The program." },
+            "language": { "type": "string", "enum": languages, "description": format!("Default: {}.", languages[0]) },
+        },
+        "required": ["code"],
+    });
+    Tool::new("run_code", description, object(schema))
+}
+
+fn search_tools_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": { "query": { "type": "string", "description": "Keywords." } },
+        "required": ["query"],
+    });
+    Tool::new(
+        "search_tools",
+        "Finds the functions run_code's programs can call whose name or description matches the \
+         keywords: [{name: \"namespace.function\", description}], best first.",
+        object(schema),
+    )
+}
+
+fn describe_tools_tool(languages: &[&str]) -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "names": { "type": "array", "items": { "type": "string" }, "description": "\"namespace.function\" or a namespace." },
+            "language": { "type": "string", "enum": languages },
+        },
+        "required": ["names"],
+    });
+    Tool::new(
+        "describe_tools",
+        "The declarations (TypeScript) or stubs (Python) of the named functions or namespaces, \
+         as run_code's programs call them.",
+        object(schema),
+    )
+}

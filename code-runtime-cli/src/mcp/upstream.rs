@@ -1,0 +1,356 @@
+//! The upstream MCP servers: each one's tools as one binding namespace, its calls as MCP
+//! `tools/call` requests, and its connection made again after it dies.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use code_runtime::json::{self, JsonValue};
+use code_runtime::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding};
+use code_runtime_fixtures::Recorder;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStderr;
+use tokio::sync::Mutex;
+
+use crate::mcp::config::Server;
+
+/// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
+const CONNECT_WITHIN: Duration = Duration::from_secs(30);
+
+type Client = RunningService<RoleClient, ()>;
+
+/// One upstream server: how to reach it, and the connection, made again when it has closed.
+pub(crate) struct Upstream {
+    namespace: String,
+    server: Server,
+    client: Mutex<Option<Client>>,
+    stderr: Arc<Stderr>,
+}
+
+/// What a command server writes on stderr: kept (its last line names why it failed to start),
+/// and passed on to ours, prefixed, once the server is serving (before that, a config that
+/// cannot serve is one line of ours, as every misuse is).
+#[derive(Default)]
+struct Stderr {
+    last: std::sync::Mutex<String>,
+    forward: AtomicBool,
+}
+
+/// What a server offers, read when it is connected.
+pub(crate) struct Offer {
+    pub(crate) tools: Vec<Tool>,
+    /// The server's `instructions`, or its name and version.
+    pub(crate) description: Option<String>,
+}
+
+impl Upstream {
+    /// Connects to `server` and lists its tools.
+    pub(crate) async fn connect(
+        namespace: &str,
+        server: Server,
+    ) -> Result<(Arc<Self>, Offer), String> {
+        let failed = |why: String| format!("upstream server {}: {why}", json::quote(namespace));
+        let stderr = Arc::new(Stderr::default());
+        let client = tokio::time::timeout(CONNECT_WITHIN, connect(namespace, &server, &stderr))
+            .await
+            .map_err(|_| failed(format!("no answer within {} s", CONNECT_WITHIN.as_secs())))?
+            .map_err(|why| failed(stderr.explained(why)))?;
+        let tools = tokio::time::timeout(CONNECT_WITHIN, client.list_all_tools())
+            .await
+            .map_err(|_| failed("tools/list got no answer".to_owned()))?
+            .map_err(|error| failed(format!("tools/list failed: {error}")))?;
+        let description = client.peer_info().and_then(|info| {
+            info.instructions.clone().or_else(|| {
+                info.server_info.as_ref().map(|about| format!("{} {}", about.name, about.version))
+            })
+        });
+        let upstream = Self {
+            namespace: namespace.to_owned(),
+            server,
+            client: Mutex::new(Some(client)),
+            stderr,
+        };
+        Ok((Arc::new(upstream), Offer { tools, description }))
+    }
+
+    /// The namespace of `offer`'s tools: each tool a function with its description and schemas,
+    /// rejecting with `<Namespace>ToolError` (member `toolName`); each call is recorded.
+    pub(crate) fn namespace(
+        self: &Arc<Self>,
+        offer: &Offer,
+        recorder: &Recorder,
+    ) -> CodeBindingNamespace {
+        let mut namespace = CodeBindingNamespace::new(self.namespace.clone())
+            .error_class(format!("{}ToolError", pascal(&self.namespace)), "toolName");
+        if let Some(description) = &offer.description {
+            namespace = namespace.description(description.clone());
+        }
+        for tool in &offer.tools {
+            namespace = namespace.function(tool.name.to_string(), self.function(tool, recorder));
+        }
+        namespace
+    }
+
+    fn function(self: &Arc<Self>, tool: &Tool, recorder: &Recorder) -> BindingFunction {
+        let (upstream, recorder, name) = (self.clone(), recorder.clone(), tool.name.to_string());
+        let mut function = binding(move |args| {
+            let (upstream, recorder, name) = (upstream.clone(), recorder.clone(), name.clone());
+            async move {
+                let started = Instant::now();
+                let copy = recorder.copy(&args);
+                let outcome = upstream.call(&name, args).await;
+                if let Some(copy) = copy {
+                    recorder.record(&upstream.namespace, &name, copy, &outcome, started);
+                }
+                outcome
+            }
+        });
+        if let Some(description) = &tool.description {
+            function = function.description(description.to_string());
+        }
+        function = function.input(JsonValue::Object((*tool.input_schema).clone()));
+        if let Some(output) = &tool.output_schema {
+            function = function.output(JsonValue::Object((**output).clone()));
+        }
+        function
+    }
+
+    /// One `tools/call`. A connection found closed is made again first; a call that fails
+    /// because the connection closed under it is not repeated (the tool may have acted), and
+    /// rejects saying so.
+    async fn call(&self, name: &str, args: BindingArgs) -> Result<JsonValue, BindingError> {
+        let arguments = match args.into_value() {
+            JsonValue::Null => None,
+            JsonValue::Object(arguments) => Some(arguments),
+            other => {
+                json::drop_value(other);
+                return Err(BindingError::new(format!(
+                    "{}.{name} takes an object of arguments (MCP tool arguments are an object)",
+                    self.namespace
+                )));
+            }
+        };
+        let peer = self.peer().await?;
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        match peer.call_tool(params).await {
+            Ok(result) => resolution(result),
+            Err(error) => {
+                let server = json::quote(&self.namespace);
+                if peer.is_transport_closed() {
+                    self.client.lock().await.take();
+                    return Err(BindingError::new(format!(
+                        "upstream server {server} went away during the call ({error}); it is \
+                         started again for the next call"
+                    )));
+                }
+                Err(BindingError::new(format!("upstream server {server} failed the call: {error}")))
+            }
+        }
+    }
+
+    /// The connection's peer, connecting again when the server has gone.
+    async fn peer(&self) -> Result<rmcp::Peer<RoleClient>, BindingError> {
+        let mut client = self.client.lock().await;
+        if let Some(live) = client.as_ref().filter(|live| !live.peer().is_transport_closed()) {
+            return Ok(live.peer().clone());
+        }
+        let connecting = connect(&self.namespace, &self.server, &self.stderr);
+        let reconnected = tokio::time::timeout(CONNECT_WITHIN, connecting)
+            .await
+            .map_err(|_| "no answer".to_owned())
+            .and_then(|connected| connected);
+        match reconnected {
+            Ok(live) => {
+                let peer = live.peer().clone();
+                if let Some(dead) = client.replace(live) {
+                    tokio::spawn(async move { drop(dead.cancel().await) });
+                }
+                Ok(peer)
+            }
+            Err(why) => Err(BindingError::new(format!(
+                "upstream server {} is not running, and restarting it failed: {why}",
+                json::quote(&self.namespace)
+            ))),
+        }
+    }
+
+    /// From now on, what the server writes on stderr goes to ours.
+    pub(crate) fn forward_stderr(&self) {
+        self.stderr.forward.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends the connection (a command server is stopped: its stdin closed, then signalled).
+    pub(crate) async fn close(&self) {
+        if let Some(client) = self.client.lock().await.take() {
+            let _ = client.cancel().await;
+        }
+    }
+}
+
+async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Result<Client, String> {
+    match server {
+        Server::Command { argv, env } => {
+            #[expect(clippy::disallowed_methods, reason = "the configured upstream server")]
+            let mut command = tokio::process::Command::new(&argv[0]);
+            command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
+            let (transport, pipe) = TokioChildProcess::builder(command)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|error| format!("cannot start {}: {error}", json::quote(&argv[0])))?;
+            if let Some(pipe) = pipe {
+                tokio::spawn(stderr.clone().relay(namespace.to_owned(), pipe));
+            }
+            ().serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
+        }
+        Server::Url(url) => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            ().serve(transport)
+                .await
+                .map_err(|error| format!("cannot connect to {url}: {}", root_cause(&error)))
+        }
+    }
+}
+
+impl Stderr {
+    /// Keeps each line as the last, and passes it on when forwarding, until the pipe closes.
+    async fn relay(self: Arc<Self>, namespace: String, pipe: ChildStderr) {
+        let mut lines = BufReader::new(pipe).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if self.forward.load(Ordering::Relaxed) {
+                crate::print_stderr(&format!(
+                    "code-runtime: upstream {}: {line}",
+                    json::quote(&namespace)
+                ));
+            }
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = line;
+        }
+    }
+
+    /// `why`, with the server's last line on stderr when it wrote one.
+    fn explained(&self, why: String) -> String {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = last.trim();
+        if last.is_empty() { why } else { format!("{why} (its last words on stderr: {last})") }
+    }
+}
+
+/// The innermost cause of `error`, without the Rust type names rmcp puts in brackets
+/// (`Transport [rmcp::transport::worker::WorkerTransport<...>] error: ...`).
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    let text = cause.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|close| open + close) else { break };
+        out.push_str(rest[..open].trim_end());
+        if !rest[open..close].contains("::") {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A `tools/call` result as the program sees it: `structuredContent` when present, else the
+/// text content parsed as JSON when it parses, else the text; non-text content as its MCP
+/// content blocks. `isError` rejects with the text, and the structured content as data.
+fn resolution(result: CallToolResult) -> Result<JsonValue, BindingError> {
+    let text = text_of(&result.content);
+    if result.is_error == Some(true) {
+        let message = text.unwrap_or_else(|| "the upstream tool failed".to_owned());
+        let mut error = BindingError::new(message);
+        if let Some(data) = result.structured_content {
+            error = error.with_data(data);
+        }
+        return Err(error);
+    }
+    if let Some(value) = result.structured_content {
+        return Ok(value);
+    }
+    match text {
+        Some(text) => Ok(json::parse(&text).unwrap_or(JsonValue::String(text))),
+        None if result.content.is_empty() => Ok(JsonValue::Null),
+        None => serde_json::to_value(&result.content)
+            .map_err(|error| BindingError::new(format!("unreadable tool result: {error}"))),
+    }
+}
+
+/// The content's text, when every block is text (joined by newlines).
+fn text_of(content: &[ContentBlock]) -> Option<String> {
+    let texts: Option<Vec<&str>> =
+        content.iter().map(|block| block.as_text().map(|text| text.text.as_str())).collect();
+    texts.filter(|texts| !texts.is_empty()).map(|texts| texts.join("\n"))
+}
+
+/// `google_drive` as `GoogleDrive`.
+fn pascal(name: &str) -> String {
+    name.split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn result(
+        content: Vec<ContentBlock>,
+        structured: Option<JsonValue>,
+        error: bool,
+    ) -> CallToolResult {
+        let mut result =
+            if error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+        result.structured_content = structured;
+        result
+    }
+
+    #[test]
+    fn results_become_values_or_rejections() {
+        let text = |t: &str| ContentBlock::text(t.to_owned());
+        assert_eq!(resolution(result(vec![text("{\"a\":1}")], None, false)), Ok(json!({"a": 1})));
+        assert_eq!(resolution(result(vec![text("hello")], None, false)), Ok(json!("hello")));
+        assert_eq!(
+            resolution(result(vec![text("x")], Some(json!({"t": 36})), false)),
+            Ok(json!({"t": 36}))
+        );
+        assert_eq!(resolution(result(vec![], None, false)), Ok(JsonValue::Null));
+        // A number no double holds is not parsed into a lossy value: the text stays.
+        assert_eq!(
+            resolution(result(vec![text("9007199254740993")], None, false)),
+            Ok(json!("9007199254740993"))
+        );
+        let failed = resolution(result(vec![text("not found")], Some(json!({"code": 4})), true));
+        let failed = failed.unwrap_err();
+        assert_eq!((failed.message(), failed.data()), ("not found", Some(&json!({"code": 4}))));
+        let lines = resolution(result(vec![text("a"), text("b")], None, false));
+        assert_eq!(lines, Ok(json!("a\nb")));
+    }
+
+    #[test]
+    fn class_names_are_pascal_case() {
+        assert_eq!(pascal("google_drive"), "GoogleDrive");
+        assert_eq!(pascal("memory"), "Memory");
+        assert_eq!(pascal("_x__y"), "XY");
+    }
+}

@@ -1,0 +1,25 @@
+"""An upstream MCP server that dies on request (built on the official SDK): `crash` ends the
+process mid-call, `ping` answers. `code-runtime mcp` must reject the call that was in flight and
+start the server again for the next one."""
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("flaky")
+
+
+@server.tool()
+def ping() -> str:
+    """Answers pong, with the server's process id."""
+    return "pong from %d" % os.getpid()
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server's process before it answers."""
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run()

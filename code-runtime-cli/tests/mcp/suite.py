@@ -1,0 +1,261 @@
+"""`code-runtime mcp` driven by the official Python MCP SDK, over one transport, against the
+reference servers from npm: `python suite.py BINARY stdio|http`. Exits non-zero on the first
+failed check, saying which. Run by code-runtime-cli/tests/it/mcp.rs."""
+
+import json
+import os
+import sys
+
+import anyio
+
+import peers
+
+BINARY, TRANSPORT = sys.argv[1], sys.argv[2]
+
+
+def check(condition, what, seen=None):
+    if not condition:
+        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
+    print("ok:", what)
+
+
+async def run(client, code, language="typescript", **extra):
+    result = await client.call_tool("run_code", {"code": code, "language": language, **extra})
+    text = result.content[0].text
+    if result.structured_content != json.loads(text):
+        sys.exit("FAILED: the text and structuredContent of a result differ: %r" % text)
+    return result.is_error, result.structured_content
+
+
+FAN_OUT_TS = """
+const sums = await Promise.all(Array.from({ length: 20 }, (_, i) => everything["get-sum"]({ a: i, b: 100 })));
+return sums;
+"""
+
+FAN_OUT_PY = """
+sums = await asyncio.gather(*(everything["get-sum"](a=i, b=100) for i in range(20)))
+return sums
+"""
+
+SEQUENTIAL_TS = """
+await memory.create_entities({ entities: [{ name: "ana", entityType: "person", observations: ["writes rust"] }] });
+await memory.add_observations({ observations: [{ entityName: "ana", contents: ["reviews python"] }] });
+const graph = await memory.open_nodes({ names: ["ana"] });
+const weather = await everything["get-structured-content"]({ location: "Chicago" });
+return { observations: graph.entities[0].observations, conditions: typeof weather.conditions };
+"""
+
+SEQUENTIAL_PY = """
+found = await memory.search_nodes(query="ana")
+echoed = await everything.echo(message="from python")
+return {"names": [e["name"] for e in found["entities"]], "echoed": echoed}
+"""
+
+
+async def upstream_calls(client):
+    is_error, result = await run(client, FAN_OUT_TS)
+    check(not is_error and result["value"] == ["The sum of %d and 100 is %d." % (i, i + 100) for i in range(20)],
+          "a TypeScript program fans out 20 calls to one upstream", result)
+    is_error, result = await run(client, FAN_OUT_PY, "python")
+    check(not is_error and len(result["value"]) == 20 and result["value"][19] == "The sum of 19 and 100 is 119.",
+          "a Python program fans out 20 calls (keyword arguments)", result)
+    is_error, result = await run(client, SEQUENTIAL_TS)
+    check(not is_error and result["value"] == {"observations": ["writes rust", "reviews python"], "conditions": "string"},
+          "a TypeScript program calls two upstream servers in sequence (structuredContent as values)", result)
+    is_error, result = await run(client, SEQUENTIAL_PY, "python")
+    check(not is_error and result["value"] == {"names": ["ana"], "echoed": "Echo: from python"},
+          "a Python program calls two upstream servers (text content as the value)", result)
+
+
+async def restarts(client):
+    is_error, result = await run(client, """
+const before = await flaky.ping();
+let crashed;
+try { await flaky.crash(); } catch (e) { crashed = e.message; }
+const after = await flaky.ping();
+return { before: before.result, crashed, after: after.result };
+""")
+    value = result.get("value") or {}
+    check(not is_error and "went away during the call" in value.get("crashed", "")
+          and value["before"].startswith("pong") and value["after"].startswith("pong")
+          and value["before"] != value["after"],
+          "an upstream server that dies fails the call in flight and is started again", result)
+
+
+async def positional(client):
+    is_error, result = await run(client, """
+return [await everything.echo("positional"), await everything["get-sum"](2, 3)];
+""")
+    check(not is_error and result["value"] == ["Echo: positional", "The sum of 2 and 3 is 5."],
+          "positional arguments take the upstream input schema's property names", result)
+    is_error, result = await run(client, "return await everything.echo(['not', 'an', 'object'], 2)")
+    check(is_error and "TypeError" in result["error"]["message"],
+          "more arguments than the tool has properties is a TypeError", result)
+
+
+async def failures(client):
+    is_error, result = await run(client, """
+try {
+  await memory.add_observations({ observations: [{ entityName: "nobody", contents: ["x"] }] });
+  return "no error";
+} catch (e) {
+  return { cls: e.constructor.name, isClass: e instanceof MemoryToolError, tool: e.toolName, message: e.message };
+}
+""")
+    check(not is_error and result["value"]["isClass"] and result["value"]["tool"] == "add_observations"
+          and "nobody" in result["value"]["message"],
+          "an upstream isError rejects with the namespace's error class", result)
+    is_error, result = await run(client, """
+try:
+    await memory.add_observations({"observations": [{"entityName": "nobody", "contents": ["x"]}]})
+except MemoryToolError as e:
+    return {"tool": e.toolName, "message": str(e)}
+""", "python")
+    check(not is_error and result["value"]["tool"] == "add_observations", "the same in Python", result)
+    is_error, result = await run(client, "throw new TypeError('boom')")
+    check(is_error and result["error"]["kind"] == "exception" and "boom" in result["error"]["message"],
+          "a program error is an isError result with the run's error", result)
+    is_error, result = await run(client, "return 1 +", "python")
+    check(is_error and result["error"]["kind"] == "exception" and "SyntaxError" in result["error"]["message"],
+          "a Python syntax error is an isError result", result)
+    is_error, result = await run(client, """
+const calls = Array.from({ length: 40 }, (_, i) => everything["get-sum"]({ a: i, b: 0 }));
+const settled = await Promise.allSettled(calls);
+const refused = settled.filter((s) => s.status === "rejected");
+return { refused: refused.length, message: refused[0].reason.message };
+""")
+    check(not is_error and result["value"]["refused"] == 10 and "at most 30 binding calls" in result["value"]["message"],
+          "the config's call budget refuses calls past it", result)
+
+
+async def logging(client, logs):
+    del logs[:]
+    is_error, result = await run(client, """
+console.log("first");
+await everything.echo({ message: "between" });
+console.log("second", { n: 2 });
+return "done";
+""")
+    check(not is_error and logs == ["first", "second { n: 2 }"],
+          "log notifications arrive before the result, in order", logs)
+    del logs[:]
+    is_error, result = await run(client, "print('from python')\nreturn 1", "python")
+    check(logs == ["from python"] and result["logs"] == ["from python"], "Python prints become log notifications", logs)
+
+
+async def cancellation(client):
+    # The program records a tick in the memory server every 50 ms until it is stopped: once the
+    # client cancels the call, the ticks stop growing.
+    ticking = """
+for (let i = 0; ; i++) {
+  await memory.create_entities({ entities: [{ name: "tick" + i, entityType: "tick", observations: [] }] });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+"""
+    with anyio.move_on_after(1.5) as scope:
+        await client.call_tool("run_code", {"code": ticking})
+    check(scope.cancelled_caught, "the client gave up on the call")
+    count = """
+const graph = await memory.search_nodes({ query: "tick" });
+return graph.entities.filter((e) => e.entityType === "tick").length;
+"""
+    await anyio.sleep(0.5)
+    _, first = await run(client, count)
+    await anyio.sleep(1.0)
+    _, second = await run(client, count)
+    check(first["value"] > 0 and first["value"] == second["value"],
+          "a cancelled run stops making calls", (first, second))
+
+
+async def concurrency(client):
+    # A rendezvous: `b` leaves its mark and waits for `a`'s; `a` waits for `b`'s, then leaves its
+    # own. Served one after the other, the first would wait alone. (The writes never overlap:
+    # server-memory rewrites its file on each, and two at once lose one.)
+    wait = """
+for (let i = 0; i < 25; i++) {
+  const found = await memory.search_nodes({ query: "%s" });
+  if (found.entities.some((e) => e.name === "%s")) return true;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+return false;
+"""
+    mark = 'await memory.create_entities({ entities: [{ name: "%s", entityType: "mark", observations: [] }] });'
+    a = "const met = await (async () => {%s})();\nif (met) %s\nreturn met ? 'met' : 'alone';" % (
+        wait % ("mark-b", "mark-b"), mark % "mark-a")
+    b = "%s\nconst met = await (async () => {%s})();\nreturn met ? 'met' : 'alone';" % (
+        mark % "mark-b", wait % ("mark-a", "mark-a"))
+    results = {}
+
+    async def one(name, code):
+        results[name] = await run(client, code)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one, "a", a)
+        group.start_soon(one, "b", b)
+    check(results["a"][1].get("value") == "met" and results["b"][1].get("value") == "met",
+          "two run_code calls are served at the same time", results)
+
+
+async def catalogue(client):
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    check(sorted(tools) == ["describe_tools", "run_code", "search_tools"], "the three tools are listed", sorted(tools))
+    description = tools["run_code"].description
+    check("declare const everything" in description and "declare namespace memory" in description
+          and "For python, describe_tools" in description,
+          "run_code's description carries the declarations that fit, and points at describe_tools",
+          description[:400])
+    found = await client.call_tool("search_tools", {"query": "sum numbers"})
+    names = [tool["name"] for tool in found.structured_content["tools"]]
+    check(names[0] == "everything.get-sum", "search_tools ranks the matching tool first", names)
+    described = await client.call_tool("describe_tools", {"names": ["memory.read_graph"], "language": "python"})
+    text = described.content[0].text
+    check("async def read_graph" in text and "create_entities" not in text,
+          "describe_tools declares only what it was asked for", text)
+
+
+async def main():
+    scratch = peers.scratch_dir()
+    memory, memory_env = peers.memory_command(scratch)
+    flaky = [sys.executable, os.path.join(os.path.dirname(__file__), "flaky_server.py")]
+    servers = {"memory": {"command": memory, "env": memory_env}, "flaky": {"command": flaky}}
+    logs = []
+    record = os.path.join(scratch, "record.jsonl")
+    extra = ["--record", record]
+    if TRANSPORT == "http":
+        # Over HTTP, the upstream is reached over HTTP too.
+        with peers.everything_over_http() as url:
+            servers["everything"] = {"url": url}
+            config = peers.write_config(scratch, servers, {"maxCalls": 30})
+            async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
+                await suite(client, logs)
+                audited(record)
+    else:
+        servers["everything"] = {"command": peers.everything_command()}
+        config = peers.write_config(scratch, servers, {"maxCalls": 30})
+        async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
+            await suite(client, logs)
+            audited(record)
+    print("all checks passed over", TRANSPORT)
+
+
+def audited(record):
+    with open(record) as file:
+        lines = [json.loads(line) for line in file]
+    sums = [line for line in lines if line["namespace"] == "everything" and line["function"] == "get-sum"]
+    failed = [line for line in lines if line["function"] == "add_observations" and "error" in line]
+    check(len(sums) >= 40 and all("ok" in line and "durationMs" in line for line in sums) and failed,
+          "--record has one line per upstream call, failures included", lines[:3])
+
+
+async def suite(client, logs):
+    await catalogue(client)
+    await upstream_calls(client)
+    await positional(client)
+    await restarts(client)
+    await failures(client)
+    await logging(client, logs)
+    await concurrency(client)
+    await cancellation(client)
+
+
+anyio.run(main)
