@@ -311,7 +311,9 @@ class _Call:
     __slots__ = ("id", "binding", "failure", "future")
 
     def _label(self):
-        return self.binding._global + "." + self.binding._name
+        # As the program wrote the call: `web_search` for a bare global, else `tools.web_search`.
+        binding = self.binding
+        return binding._spelled or binding._global + "." + binding._name
 
     def _not_awaited(self, *args):
         # The call was made; its value is only reached through `await` (smolagents-style
@@ -347,12 +349,14 @@ class _Call:
 
 
 class _Binding:
-    __slots__ = ("_global", "_name", "_error", "_parameters")
+    __slots__ = ("_global", "_name", "_error", "_parameters", "_spelled")
 
-    def __init__(self, global_name, name, error, parameters):
+    def __init__(self, global_name, name, error, parameters, spelled=None):
         self._global = global_name
         self._name = name
         self._error = error
+        # The bare global's name, for a function that is also a global.
+        self._spelled = spelled
         # The input schema's property names, in order, when it describes an object: positional
         # arguments take them (`tools.query("SELECT 1")` is `{"sql": "SELECT 1"}`).
         self._parameters = parameters
@@ -867,7 +871,10 @@ def _main():
     tools = boot.get("tools")
     for declared in boot.get("globals", ()):
         if "function" in declared:
-            scope[declared["name"]] = functions[declared["function"]]
+            member = functions[declared["function"]]
+            scope[declared["name"]] = _Binding(
+                member._global, member._name, member._error, member._parameters, declared["name"]
+            )
         elif "callTool" in declared:
             names = {name: functions[index] for name, index in tools["names"]}
             scope[declared["name"]] = _call_tool(names, tools["listing"])

@@ -2,6 +2,7 @@
 //! the languages offered, and the limits of each run.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use code_runtime::Limits;
 use code_runtime::json::{self, JsonValue};
@@ -20,14 +21,26 @@ pub(crate) struct McpConfig {
     pub(crate) limits: Limits,
 }
 
-/// How to reach one upstream MCP server.
+/// One upstream MCP server: how to reach it, and how long one of its calls may take.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Server {
+pub(crate) struct Server {
+    pub(crate) reach: Reach,
+    /// `timeoutMs`: a call that gets no answer in this time rejects (and is cancelled upstream),
+    /// whatever kept it: a stuck server, or an answer too malformed to read.
+    pub(crate) call_timeout: Duration,
+}
+
+/// How to reach a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
     /// A command spoken to over its stdin and stdout, with extra environment variables.
     Command { argv: Vec<String>, env: Vec<(String, String)> },
     /// A streamable HTTP endpoint.
     Url(String),
 }
+
+/// A call's default `timeoutMs`.
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl McpConfig {
     /// Reads `path`. A relative `bindings` path is relative to the config file.
@@ -120,15 +133,28 @@ impl Server {
     fn from_json(server: &JsonValue) -> Result<Self, String> {
         let object =
             server.as_object().ok_or("expected {\"command\": [...]} or {\"url\": \"...\"}")?;
-        match (object.get("command"), object.get("url")) {
-            (Some(command), None) => {
-                if let Some(key) =
-                    object.keys().find(|key| !["command", "env"].contains(&key.as_str()))
-                {
-                    return Err(format!("unknown key {}", json::quote(key)));
-                }
+        let call_timeout = match object.get("timeoutMs") {
+            None => DEFAULT_CALL_TIMEOUT,
+            Some(ms) => Duration::from_millis(
+                ms.as_u64().filter(|ms| *ms > 0).ok_or("timeoutMs must be a positive integer")?,
+            ),
+        };
+        let allowed: &[&str] = match (object.get("command"), object.get("url")) {
+            (Some(_), None) => &["command", "env", "timeoutMs"],
+            (None, Some(_)) => &["url", "timeoutMs"],
+            _ => {
+                return Err(
+                    "expected exactly one of command (an array) or url (a string)".to_owned()
+                );
+            }
+        };
+        if let Some(key) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
+            return Err(format!("unknown key {}", json::quote(key)));
+        }
+        let reach = match (object.get("command"), object.get("url")) {
+            (Some(command), _) => {
                 let argv: Option<Vec<String>> = command.as_array().and_then(|items| {
-                    items.iter().map(|i| i.as_str().map(str::to_owned)).collect()
+                    items.iter().map(|item| item.as_str().map(str::to_owned)).collect()
                 });
                 let argv = argv
                     .filter(|argv| !argv.is_empty())
@@ -144,21 +170,18 @@ impl Server {
                         .collect::<Result<_, _>>()?,
                     Some(_) => return Err("env must be an object of strings".to_owned()),
                 };
-                Ok(Self::Command { argv, env })
+                Reach::Command { argv, env }
             }
-            (None, Some(JsonValue::String(url))) => {
-                if let Some(key) = object.keys().find(|key| *key != "url") {
-                    return Err(format!("unknown key {}", json::quote(key)));
-                }
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(format!(
-                        "url must be http:// or https://, got {}",
-                        json::quote(url)
-                    ));
-                }
-                Ok(Self::Url(url.clone()))
+            (_, Some(JsonValue::String(url)))
+                if url.starts_with("http://") || url.starts_with("https://") =>
+            {
+                Reach::Url(url.clone())
             }
-            _ => Err("expected exactly one of command (an array) or url (a string)".to_owned()),
-        }
+            (_, Some(url)) => {
+                return Err(format!("url must be http:// or https://, got {}", json::encode(url)));
+            }
+            (None, None) => unreachable!("refused above"),
+        };
+        Ok(Self { reach, call_timeout })
     }
 }

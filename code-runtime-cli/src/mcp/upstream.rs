@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::Mutex;
 
-use crate::mcp::config::Server;
+use crate::mcp::config::{Reach, Server};
 
 /// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(30);
@@ -140,7 +140,16 @@ impl Upstream {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        match peer.call_tool(params).await {
+        // Dropping the call at the timeout sends `notifications/cancelled` upstream.
+        let answered = tokio::time::timeout(self.server.call_timeout, peer.call_tool(params));
+        let Ok(answer) = answered.await else {
+            return Err(BindingError::new(format!(
+                "upstream server {} did not answer within {} ms",
+                json::quote(&self.namespace),
+                self.server.call_timeout.as_millis()
+            )));
+        };
+        match answer {
             Ok(result) => resolution(result),
             Err(error) => {
                 let server = json::quote(&self.namespace);
@@ -196,8 +205,8 @@ impl Upstream {
 }
 
 async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Result<Client, String> {
-    match server {
-        Server::Command { argv, env } => {
+    match &server.reach {
+        Reach::Command { argv, env } => {
             #[expect(clippy::disallowed_methods, reason = "the configured upstream server")]
             let mut command = tokio::process::Command::new(&argv[0]);
             command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
@@ -210,7 +219,7 @@ async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Resu
             }
             ().serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
         }
-        Server::Url(url) => {
+        Reach::Url(url) => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
                 .await

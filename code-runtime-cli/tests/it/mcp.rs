@@ -65,6 +65,14 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         (r#"{"servers": {"x": {"url": "ftp://example"}}}"#, "url must be http:// or https://"),
         (r#"{"servers": {"x": {"command": []}}}"#, "command must be a non-empty array of strings"),
         (
+            r#"{"servers": {"x": {"command": ["a"], "timeoutMs": 0}}}"#,
+            "timeoutMs must be a positive integer",
+        ),
+        (
+            r#"{"servers": {"x": {"url": "http://h/mcp", "env": {}}}}"#,
+            r#"server "x": unknown key "env""#,
+        ),
+        (
             r#"{"servers": {}, "languages": ["ruby"]}"#,
             r#"languages: "ruby" is not typescript or python"#,
         ),

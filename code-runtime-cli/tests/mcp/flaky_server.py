@@ -21,5 +21,14 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool()
+def deep(levels: int) -> dict:
+    """A result nested `levels` deep."""
+    value: dict = {}
+    for _ in range(levels):
+        value = {"inner": value}
+    return value
+
+
 if __name__ == "__main__":
     server.run()

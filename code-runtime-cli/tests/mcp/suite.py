@@ -82,6 +82,21 @@ return { before: before.result, crashed, after: after.result };
           "an upstream server that dies fails the call in flight and is started again", result)
 
 
+async def hostile_upstream(client):
+    is_error, result = await run(client, """
+const outcomes = {};
+for (const name of ["deep", "garbage", "silent"]) {
+  try { outcomes[name] = await garbled[name]({}); } catch (e) { outcomes[name] = e.message; }
+}
+outcomes.after = await garbled.ok({});
+return outcomes;
+""")
+    value = result.get("value") or {}
+    check(not is_error and all("did not answer within 1000 ms" in str(value.get(name)) for name in ("deep", "garbage", "silent"))
+          and value.get("after") == "fine",
+          "an upstream answer too deep to read, one that is not JSON, and none at all reject in time", result)
+
+
 async def positional(client):
     is_error, result = await run(client, """
 return [await everything.echo("positional"), await everything["get-sum"](2, 3)];
@@ -217,7 +232,12 @@ async def main():
     scratch = peers.scratch_dir()
     memory, memory_env = peers.memory_command(scratch)
     flaky = [sys.executable, os.path.join(os.path.dirname(__file__), "flaky_server.py")]
-    servers = {"memory": {"command": memory, "env": memory_env}, "flaky": {"command": flaky}}
+    garbled = [sys.executable, os.path.join(os.path.dirname(__file__), "garbled_server.py")]
+    servers = {
+        "memory": {"command": memory, "env": memory_env},
+        "flaky": {"command": flaky},
+        "garbled": {"command": garbled, "timeoutMs": 1000},
+    }
     logs = []
     record = os.path.join(scratch, "record.jsonl")
     extra = ["--record", record]
@@ -252,6 +272,7 @@ async def suite(client, logs):
     await upstream_calls(client)
     await positional(client)
     await restarts(client)
+    await hostile_upstream(client)
     await failures(client)
     await logging(client, logs)
     await concurrency(client)
