@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use code_runtime::{
     BindingError, CodeBindingNamespace, CodeRunRequest, Context, RunLimits, binding_with,
 };
+use code_runtime::{JsonValue, json};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
-use serde_json::json;
 
 /// The host's state: what the bindings of every run read and write.
 #[derive(Clone, Default)]
-struct Store(Arc<Mutex<BTreeMap<String, serde_json::Value>>>);
+struct Store(Arc<Mutex<BTreeMap<String, JsonValue>>>);
 
 /// The `kv` namespace: `put`, `get` and `keys` over one store.
 fn kv(store: &Store) -> CodeBindingNamespace {

@@ -15,12 +15,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::{CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 use opentelemetry::trace::{SpanId, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-use serde_json::json;
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
 

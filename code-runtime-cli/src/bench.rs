@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use code_runtime::json::{self, JsonValue};
+use code_runtime::json;
+use code_runtime::json::JsonValue;
 use code_runtime::{CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, SandboxOptions};
 use code_runtime_worker_thread::{Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig};
 use futures::future::join_all;
-use serde_json::json;
 
 use crate::Failure;
 

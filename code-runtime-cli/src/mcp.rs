@@ -27,6 +27,7 @@ struct Args {
     config: Option<PathBuf>,
     http: Option<SocketAddr>,
     record: Option<PathBuf>,
+    record_max_bytes: Option<u64>,
 }
 
 fn parse(args: &[String]) -> Result<Args, Failure> {
@@ -39,6 +40,13 @@ fn parse(args: &[String]) -> Result<Args, Failure> {
         match arg.as_str() {
             "--config" => parsed.config = Some(value(arg)?.into()),
             "--record" => parsed.record = Some(value(arg)?.into()),
+            "--record-max-bytes" => {
+                let text = value(arg)?;
+                let bytes = text.parse().map_err(|_| {
+                    Failure::Misuse(format!("{arg} must be a non-negative integer, got {text}"))
+                })?;
+                parsed.record_max_bytes = Some(bytes);
+            }
             "--http" => {
                 let text = value(arg)?;
                 let address = text.parse().map_err(|_| {
@@ -58,13 +66,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     let args = parse(args)?;
     let path = args.config.clone().ok_or("mcp needs --config FILE")?;
     let config = McpConfig::load(&path)?;
-    let recorder = match &args.record {
-        Some(path) => Recorder::writing(
-            std::fs::File::create(path)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
-        ),
-        None => Recorder::off(),
-    };
+    let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use code_runtime::{CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Limits};
 use code_runtime_fixtures::{
-    BindingsFile, EventLog, LimitsFile, Recorder, load_bindings, read_program,
+    BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, load_bindings, read_program,
 };
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
@@ -26,6 +26,7 @@ struct Args {
     memory_mb: Option<u64>,
     max_output_bytes: Option<u64>,
     record: Option<PathBuf>,
+    record_max_bytes: Option<u64>,
     events: Option<PathBuf>,
     isolation: Option<String>,
     max_calls: Option<u64>,
@@ -49,6 +50,7 @@ fn parse(args: &[String]) -> Result<Args, Failure> {
             "--bindings" => parsed.bindings = Some(value(arg)?.into()),
             "--limits" => parsed.limits = Some(value(arg)?.into()),
             "--record" => parsed.record = Some(value(arg)?.into()),
+            "--record-max-bytes" => parsed.record_max_bytes = Some(number(arg, value(arg)?)?),
             "--events" => parsed.events = Some(value(arg)?.into()),
             "--isolation" => parsed.isolation = Some(value(arg)?),
             "--timeout-ms" => parsed.timeout_ms = Some(number(arg, value(arg)?)?),
@@ -74,13 +76,7 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     let program = read_program(&program_path)?;
     let limits = limits(&args)?;
     // Every output path is opened before the program starts.
-    let recorder = match &args.record {
-        Some(path) => Recorder::writing(
-            std::fs::File::create(path)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
-        ),
-        None => Recorder::off(),
-    };
+    let recorder = recorder(args.record.as_deref(), args.record_max_bytes)?;
     let events = match &args.events {
         Some(path) if path.as_os_str() == "-" => Some(EventLog::writing(std::io::stderr())),
         Some(path) => Some(EventLog::writing(
@@ -125,6 +121,22 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         return Err(Failure::Internal(format!("cannot write {path}: {error}")));
     }
     Ok(if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The `--record` file's recorder (off without one), bounded by `--record-max-bytes`.
+pub(crate) fn recorder(
+    path: Option<&std::path::Path>,
+    max_bytes: Option<u64>,
+) -> Result<Recorder, Failure> {
+    let Some(path) = path else {
+        if max_bytes.is_some() {
+            return Err(Failure::Misuse("--record-max-bytes needs --record".to_owned()));
+        }
+        return Ok(Recorder::off());
+    };
+    let file = std::fs::File::create(path)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    Ok(Recorder::writing(file, max_bytes.unwrap_or(DEFAULT_RECORD_BYTES)))
 }
 
 /// SIGINT and SIGTERM abort the run; the provider then stops the program and reaps it.

@@ -2,7 +2,7 @@
 //! external commands.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{
@@ -11,7 +11,7 @@ use code_runtime::{
 use indexmap::IndexMap;
 
 use crate::command::{DEFAULT_COMMAND_TIMEOUT, run_command};
-use crate::{FixtureError, Recorder, copied, read_document};
+use crate::{FixtureError, Recorder, read_document};
 
 /// What a bindings file gives a program: namespaces, values, and whether it has `call_tool`.
 #[derive(Debug, Default)]
@@ -96,7 +96,7 @@ pub fn bindings_from_json(
         Some(JsonValue::Object(values)) => values
             .iter()
             // A copy without recursion: a value may nest deeply.
-            .map(|(name, value)| Ok((name.clone(), copied(value)?)))
+            .map(|(name, value)| Ok((name.clone(), value.clone())))
             .collect::<Result<_, json::ParseError>>()
             .map_err(|error| invalid(&format!("values: {error}")))?,
         Some(_) => return Err(invalid("values must be an object of name to JSON value")),
@@ -165,13 +165,12 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
             let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
             let (global, function) = (global.clone(), function.clone());
             async move {
-                let started = Instant::now();
-                let copy = recorder.copy(&args);
+                let recording = recorder.start(&global, &function, &args);
                 let outcome = behaviour.call(args).await;
-                if let Some(copy) = copy {
-                    recorder.record(&global, &function, copy, &outcome, started);
+                match recording.map(|recording| recording.finish(&outcome)) {
+                    Some(Err(_full)) => Err(BindingError::output_exceeded()),
+                    _ => outcome,
                 }
-                outcome
             }
         });
         namespace = namespace.function(name.clone(), signature.apply(callable));
@@ -311,10 +310,9 @@ impl Behaviour {
         }
         match &self.action {
             Action::Echo => Ok(args.into_value()),
-            // A copy without recursion: the reply may nest deeply.
-            Action::Reply(value) => Ok(copied(value)?),
+            Action::Reply(value) => Ok(value.clone()),
             Action::Reject(message, data) => Err(match data {
-                Some(data) => BindingError::new(message.clone()).with_data(copied(data)?),
+                Some(data) => BindingError::new(message.clone()).with_data(data.clone()),
                 None => BindingError::new(message.clone()),
             }),
             Action::Command(argv, timeout) => run_command(argv, &args, *timeout).await,

@@ -3,10 +3,13 @@
 //!
 //! The tool is the host's (trusted, with the host's filesystem and network), but a program
 //! decides how often it runs and with what, so each run is bounded: its own process group, one
-//! timeout over the whole exchange (writing stdin included), a cap on what it may print, and every
-//! process of its group killed when the call ends, however it ends.
+//! timeout over the whole exchange (writing stdin included), a cap on what it may print and on the
+//! value that makes, and every process of its group killed when the call ends, however it ends.
+//! How many run at once is bounded too, host-wide: a program's `Promise.all` over a thousand
+//! calls queues for [`max_concurrent_commands`] slots instead of starting a thousand processes.
 
 use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use code_runtime::BindingError;
@@ -22,6 +25,25 @@ const MAX_STDOUT_BYTES: u64 = 16 << 20;
 const MAX_STDERR_BYTES: u64 = 64 << 10;
 /// How long a command's pipes are read after it exited, when something it started holds them.
 const DRAIN: Duration = Duration::from_millis(100);
+/// The most host memory the value a command prints may hold ([`json::parse_within`]): 16 MiB of
+/// `0,` would make a 256 MiB value.
+const MAX_VALUE_BYTES: usize = 128 << 20;
+
+/// How many command processes run at once in this process, whatever the runs and programs that
+/// call them: the CPU count times four. Calls past it wait their turn (their run's wall clock
+/// still runs).
+pub fn max_concurrent_commands() -> usize {
+    slots().1
+}
+
+fn slots() -> &'static (Arc<tokio::sync::Semaphore>, usize) {
+    static SLOTS: OnceLock<(Arc<tokio::sync::Semaphore>, usize)> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let slots = cpus.saturating_mul(4);
+        (Arc::new(tokio::sync::Semaphore::new(slots)), slots)
+    })
+}
 
 /// Runs `argv` for one call. The command starts with an empty environment (bar `PATH`) so it sees
 /// no secret of the host's.
@@ -31,6 +53,13 @@ pub(crate) async fn run_command(
     timeout: Duration,
 ) -> Result<JsonValue, BindingError> {
     let name = &argv[0];
+    // The semaphore is never closed, so this waits for a slot and only then fails if ever closed.
+    let _slot = slots()
+        .0
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| BindingError::new(format!("cannot start {name}: no command slot")))?;
     #[expect(
         clippy::disallowed_methods,
         reason = "a user-declared binding command, not a Python child"
@@ -101,7 +130,7 @@ pub(crate) async fn run_command(
         }));
     }
     let stdout = String::from_utf8_lossy(&out);
-    json::parse(stdout.trim())
+    json::parse_within(stdout.trim(), MAX_VALUE_BYTES)
         .map_err(|error| BindingError::new(format!("{name} printed no lossless JSON: {error}")))
 }
 

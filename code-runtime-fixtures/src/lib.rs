@@ -5,8 +5,8 @@
 //! - [`load_bindings`]: a bindings file, namespaces whose functions are canned behaviours (`echo`,
 //!   `reply`, `reject`, optionally after `delayMs`) or external commands.
 //! - [`LimitsFile`]: a limits file, `timeoutMs`, `computeMs`, `memoryMb`, `maxOutputBytes`.
-//! - [`Recorder`] and [`CallRecord`]: every binding call of a run, structured, and written as the
-//!   command's `--record` lines.
+//! - [`Recorder`]: every binding call of a run, written as the command's `--record` lines as the
+//!   calls settle (nothing kept, the file bounded), or kept as [`CallRecord`]s for a harness.
 //! - [`EventLog`]: a run's live events, written as the command's `--events` lines.
 //! - [`read_document`] and [`read_text`]: files read with a size bound and parsed strictly (no
 //!   recursion, no key given twice), so a FIFO, `/dev/zero` or a typo is a clear error.
@@ -21,12 +21,11 @@ mod limits_file;
 mod recorder;
 
 pub use crate::bindings_file::{BindingsFile, bindings_from_json, load_bindings};
+pub use crate::command::max_concurrent_commands;
 pub use crate::document::{MAX_DOCUMENT_BYTES, read_document, read_program, read_text};
 pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
-pub use crate::recorder::{CallRecord, Recorder};
-
-use code_runtime::json::{self, JsonValue};
+pub use crate::recorder::{CallRecord, DEFAULT_RECORD_BYTES, RecordFull, Recorder, Recording};
 
 /// A file that cannot be used: unreadable, too large, not JSON, or not in the format. The
 /// message is one line and names the file.
@@ -38,12 +37,4 @@ impl FixtureError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
         Self(message.into().replace('\n', " "))
     }
-}
-
-/// A copy of a lossless `value` made without recursion (encoding and parsing are both iterative;
-/// `Clone` of a deep value is not), integers with their exact digits.
-pub(crate) fn copied(value: &JsonValue) -> Result<JsonValue, json::ParseError> {
-    let mut text = String::new();
-    json::encode_with(value, json::NumberSpelling::ExactIntegers, &mut text);
-    json::parse(&text)
 }

@@ -1,5 +1,6 @@
-//! [`Recorder`]: every binding call of a run, as structured [`CallRecord`]s, optionally written as
-//! the command line's `--record` lines while the run goes on.
+//! [`Recorder`]: every binding call of a run, written as the command line's `--record` lines
+//! while the run goes on (nothing kept in memory, the file bounded), or kept as structured
+//! [`CallRecord`]s for a test harness.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,7 +9,8 @@ use std::time::{Duration, Instant};
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{BindingError, JsonValue as Value};
 
-use crate::copied;
+/// The default bound of a record file: 1 GiB.
+pub const DEFAULT_RECORD_BYTES: u64 = 1 << 30;
 
 /// One binding call: who was called with what, how it settled, and when.
 #[derive(Debug)]
@@ -30,54 +32,64 @@ pub struct CallRecord {
 impl CallRecord {
     /// The `--record` line of CLI.md:
     /// `{"namespace","function","args","ok"|"error","startedMs","durationMs"}` (a rejection's data
-    /// follows as `"data"` when there is any). Encoded without recursion.
+    /// follows as `"data"` when there is any).
     pub fn to_json_line(&self) -> String {
-        let mut line = format!(
-            "{{\"namespace\":{},\"function\":{},\"args\":",
-            json::quote(&self.namespace),
-            json::quote(&self.function)
-        );
-        json::encode_into(&self.args, &mut line);
-        match &self.outcome {
-            Ok(value) => {
-                line.push_str(",\"ok\":");
-                json::encode_into(value, &mut line);
-            }
-            Err((message, data)) => {
-                line.push_str(",\"error\":");
-                line.push_str(&json::quote(message));
-                if let Some(data) = data {
-                    line.push_str(",\"data\":");
-                    json::encode_into(data, &mut line);
-                }
-            }
-        }
-        line.push_str(&format!(
-            ",\"startedMs\":{},\"durationMs\":{}}}",
-            milliseconds(self.started),
-            milliseconds(self.duration)
-        ));
+        let mut line = head(&self.namespace, &self.function, &self.args);
+        let outcome = match &self.outcome {
+            Ok(value) => Ok(value),
+            Err((message, data)) => Err((message.as_str(), data.as_ref())),
+        };
+        tail(&mut line, outcome, self.started, self.duration);
         line
     }
 }
 
-impl Drop for CallRecord {
-    fn drop(&mut self) {
-        // A program chose these values; they may nest arbitrarily deep.
-        json::drop_value(std::mem::take(&mut self.args));
-        match &mut self.outcome {
-            Ok(value) => json::drop_value(std::mem::take(value)),
-            Err((_, data)) => {
-                if let Some(data) = data.take() {
-                    json::drop_value(data);
-                }
+/// `{"namespace":..,"function":..,"args":..`, the part of a line known when a call starts.
+fn head(namespace: &str, function: &str, args: &JsonValue) -> String {
+    let mut line = format!(
+        "{{\"namespace\":{},\"function\":{},\"args\":",
+        json::quote(namespace),
+        json::quote(function)
+    );
+    json::encode_into(args, &mut line);
+    line
+}
+
+/// The rest of a line, once the call settled.
+fn tail(
+    line: &mut String,
+    outcome: Result<&JsonValue, (&str, Option<&JsonValue>)>,
+    started: Duration,
+    duration: Duration,
+) {
+    match outcome {
+        Ok(value) => {
+            line.push_str(",\"ok\":");
+            json::encode_into(value, line);
+        }
+        Err((message, data)) => {
+            line.push_str(",\"error\":");
+            line.push_str(&json::quote(message));
+            if let Some(data) = data {
+                line.push_str(",\"data\":");
+                json::encode_into(data, line);
             }
         }
     }
+    line.push_str(&format!(
+        ",\"startedMs\":{},\"durationMs\":{}}}",
+        milliseconds(started),
+        milliseconds(duration)
+    ));
 }
 
 /// Where the calls of a run are recorded. Cheap to clone; every clone records into the same
 /// place. [`Recorder::off`] records nothing and costs nothing.
+///
+/// A writing recorder holds one line at a time, the one of the call being recorded, and never
+/// lets its file grow past its bound: a line that would is not written, the recorder is full,
+/// and [`finish`](Recording::finish) says so from then on, so the binding ends its run as
+/// `output-limit` ([`BindingError::output_exceeded`]).
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
     inner: Option<Arc<Mutex<Inner>>>,
@@ -85,16 +97,62 @@ pub struct Recorder {
 
 struct Inner {
     origin: Instant,
-    records: Vec<CallRecord>,
-    /// Where lines go as calls settle, if anywhere.
-    sink: Option<Box<dyn Write + Send>>,
-    write_error: Option<String>,
+    place: Place,
+}
+
+enum Place {
+    /// Structured records, for a harness that reads them back.
+    Kept(Vec<CallRecord>),
+    /// Lines into a sink, at most `max_bytes` of them in all.
+    Written {
+        sink: Box<dyn Write + Send>,
+        written: u64,
+        max_bytes: u64,
+        full: bool,
+        error: Option<String>,
+    },
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner").field("records", &self.records.len()).finish_non_exhaustive()
+        match &self.place {
+            Place::Kept(records) => {
+                f.debug_struct("Kept").field("records", &records.len()).finish()
+            }
+            Place::Written { written, max_bytes, full, .. } => f
+                .debug_struct("Written")
+                .field("written", written)
+                .field("max_bytes", max_bytes)
+                .field("full", full)
+                .finish_non_exhaustive(),
+        }
     }
+}
+
+/// The record of one call under way: made by [`Recorder::start`] when the call starts, completed
+/// by [`finish`](Recording::finish) once it settled.
+#[derive(Debug)]
+pub struct Recording {
+    recorder: Arc<Mutex<Inner>>,
+    namespace: String,
+    function: String,
+    started: Instant,
+    /// A writing recorder's line so far; a keeping one's copy of the argument.
+    part: Part,
+}
+
+#[derive(Debug)]
+enum Part {
+    Line(String),
+    Args(JsonValue),
+}
+
+/// The record file reached its bound: the call that found it so ends its run as `output-limit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the record file reached its bound of {max_bytes} bytes")]
+pub struct RecordFull {
+    /// The bound.
+    pub max_bytes: u64,
 }
 
 impl Recorder {
@@ -103,19 +161,26 @@ impl Recorder {
         Self::default()
     }
 
-    /// A recorder that keeps every call, for [`take_records`](Self::take_records).
+    /// A recorder that keeps every call, for [`take_records`](Self::take_records): for test
+    /// harnesses, whose runs are small.
     pub fn keeping() -> Self {
-        Self::with(None)
+        Self::with(Place::Kept(Vec::new()))
     }
 
-    /// A recorder that writes each call's line to `sink` as it settles (and keeps it too).
-    pub fn writing(sink: impl Write + Send + 'static) -> Self {
-        Self::with(Some(Box::new(sink)))
+    /// A recorder that writes each call's line to `sink` as it settles, keeping nothing, and
+    /// never more than `max_bytes` bytes in all.
+    pub fn writing(sink: impl Write + Send + 'static, max_bytes: u64) -> Self {
+        Self::with(Place::Written {
+            sink: Box::new(sink),
+            written: 0,
+            max_bytes,
+            full: false,
+            error: None,
+        })
     }
 
-    fn with(sink: Option<Box<dyn Write + Send>>) -> Self {
-        let inner = Inner { origin: Instant::now(), records: Vec::new(), sink, write_error: None };
-        Self { inner: Some(Arc::new(Mutex::new(inner))) }
+    fn with(place: Place) -> Self {
+        Self { inner: Some(Arc::new(Mutex::new(Inner { origin: Instant::now(), place }))) }
     }
 
     /// Whether calls are recorded at all.
@@ -123,65 +188,97 @@ impl Recorder {
         self.inner.is_some()
     }
 
-    /// A detached copy of `args`, when recording (the host closure consumes the original): take
-    /// it before the call, and hand it to [`record`](Recorder::record) once the call settled.
-    pub fn copy(&self, args: &Value) -> Option<JsonValue> {
-        self.inner.as_ref()?;
-        copied(args).ok()
-    }
-
-    /// Records one settled call of `namespace.function` that started at `started`.
-    pub fn record(
-        &self,
-        namespace: &str,
-        function: &str,
-        args: JsonValue,
-        outcome: &Result<JsonValue, BindingError>,
-        started: Instant,
-    ) {
-        let Some(inner) = &self.inner else { return };
-        let outcome = match outcome {
-            Ok(value) => Ok(copied(value).unwrap_or(JsonValue::Null)),
-            Err(error) => {
-                Err((error.message().to_owned(), error.data().and_then(|d| copied(d).ok())))
-            }
+    /// Starts the record of a call of `namespace.function` with `args`, before the host closure
+    /// takes them; `None` when nothing is recorded.
+    pub fn start(&self, namespace: &str, function: &str, args: &Value) -> Option<Recording> {
+        let recorder = self.inner.clone()?;
+        let keeping = matches!(lock(&recorder).place, Place::Kept(_));
+        let part = if keeping {
+            Part::Args(args.clone())
+        } else {
+            Part::Line(head(namespace, function, args))
         };
-        let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let record = CallRecord {
+        Some(Recording {
+            recorder,
             namespace: namespace.to_owned(),
             function: function.to_owned(),
-            args,
-            outcome,
-            started: started.saturating_duration_since(inner.origin),
-            duration: started.elapsed(),
-        };
-        let line = inner.sink.as_ref().map(|_| record.to_json_line());
-        if let (Some(mut line), Some(sink)) = (line, inner.sink.as_mut()) {
-            line.push('\n');
-            if let Err(error) = sink.write_all(line.as_bytes()).and_then(|()| sink.flush()) {
-                inner.write_error.get_or_insert_with(|| error.to_string());
-            }
-        }
-        inner.records.push(record);
+            started: Instant::now(),
+            part,
+        })
     }
 
-    /// The calls recorded so far, in the order they settled, leaving none.
+    /// The calls recorded so far by a [`keeping`](Recorder::keeping) recorder, in the order
+    /// they settled, leaving none.
     pub fn take_records(&self) -> Vec<CallRecord> {
-        match &self.inner {
-            Some(inner) => {
-                std::mem::take(&mut inner.lock().unwrap_or_else(PoisonError::into_inner).records)
-            }
-            None => Vec::new(),
+        let Some(inner) = &self.inner else { return Vec::new() };
+        match &mut lock(inner).place {
+            Place::Kept(records) => std::mem::take(records),
+            Place::Written { .. } => Vec::new(),
         }
     }
 
     /// The first error writing a line, if one failed.
     pub fn write_error(&self) -> Option<String> {
-        self.inner.as_ref()?.lock().unwrap_or_else(PoisonError::into_inner).write_error.clone()
+        match &lock(self.inner.as_ref()?).place {
+            Place::Written { error, .. } => error.clone(),
+            Place::Kept(_) => None,
+        }
     }
 }
 
-/// A duration in milliseconds as a JSON number, to the microsecond.
+impl Recording {
+    /// Records how the call settled.
+    ///
+    /// # Errors
+    ///
+    /// [`RecordFull`] when the record file has no room for this line (or had none before): the
+    /// line is not written, and the binding should end its run with
+    /// [`BindingError::output_exceeded`].
+    pub fn finish(self, outcome: &Result<JsonValue, BindingError>) -> Result<(), RecordFull> {
+        let mut inner = lock(&self.recorder);
+        let started = self.started.saturating_duration_since(inner.origin);
+        let duration = self.started.elapsed();
+        match (&mut inner.place, self.part) {
+            (Place::Kept(records), Part::Args(args)) => {
+                let outcome = match outcome {
+                    Ok(value) => Ok(value.clone()),
+                    Err(error) => Err((error.message().to_owned(), error.data().cloned())),
+                };
+                let (namespace, function) = (self.namespace, self.function);
+                records.push(CallRecord { namespace, function, args, outcome, started, duration });
+                Ok(())
+            }
+            (Place::Written { sink, written, max_bytes, full, error }, Part::Line(mut line)) => {
+                if *full {
+                    return Err(RecordFull { max_bytes: *max_bytes });
+                }
+                let outcome = match outcome {
+                    Ok(value) => Ok(value),
+                    Err(rejection) => Err((rejection.message(), rejection.data())),
+                };
+                tail(&mut line, outcome, started, duration);
+                line.push('\n');
+                let size = line.len() as u64;
+                if written.saturating_add(size) > *max_bytes {
+                    *full = true;
+                    return Err(RecordFull { max_bytes: *max_bytes });
+                }
+                *written += size;
+                if let Err(failure) = sink.write_all(line.as_bytes()).and_then(|()| sink.flush()) {
+                    error.get_or_insert_with(|| failure.to_string());
+                }
+                Ok(())
+            }
+            // A recording is made for the recorder's own place.
+            (Place::Kept(_), Part::Line(_)) | (Place::Written { .. }, Part::Args(_)) => Ok(()),
+        }
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// A duration in milliseconds, to the microsecond, as a JSON number.
 pub(crate) fn milliseconds(duration: Duration) -> String {
     let rounded = (duration.as_secs_f64() * 1e6).round() / 1e3;

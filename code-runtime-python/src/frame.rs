@@ -7,12 +7,12 @@
 //! `code_runtime::json::parse`, which refuses lossy numbers on the raw token (an integer a double
 //! cannot hold, `-0`, `1e400`) and lone surrogates, so a frame that holds one is dropped whole.
 
+use code_runtime::json::JsonMap as Map;
 use code_runtime::json::{self, JsonValue, NumberSpelling};
 use code_runtime::provider::{
     CallId, PROGRAM_WRAPPER_NAME, ProgramGlobal, ProgramGlobals, catalogue,
 };
 use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
-use serde_json::Map;
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
 #[derive(Debug, PartialEq)]
@@ -54,33 +54,24 @@ pub enum Done {
 }
 
 impl ChildFrame {
-    /// Drops the frame without recursion: its values may nest arbitrarily deep.
-    pub fn discard(self) {
-        match self {
-            ChildFrame::Call { args, .. } => json::drop_value(args),
-            ChildFrame::Done(Done::Completed(Some(value))) => json::drop_value(value),
-            ChildFrame::BootAck | ChildFrame::Log { .. } | ChildFrame::Done(_) => {}
-        }
-    }
-
     /// Validates one line from fd 3. `None` means "drop it": never an error, never a panic.
     pub fn parse(line: &[u8]) -> Option<ChildFrame> {
-        let text = std::str::from_utf8(line).ok()?;
-        let mut fields = match json::parse(text).ok()? {
-            JsonValue::Object(fields) => fields,
-            // Anything else may be arbitrarily deep; drop it without recursion.
-            other => {
-                json::drop_value(other);
-                return None;
-            }
-        };
-        let frame = Self::rebuild(&mut fields);
-        // What is left may be arbitrarily deep; drop it without recursion.
-        json::drop_value(JsonValue::Object(fields));
-        frame
+        Self::parse_within(line, usize::MAX).ok().flatten()
     }
 
-    fn rebuild(fields: &mut Map<String, JsonValue>) -> Option<ChildFrame> {
+    /// [`parse`](ChildFrame::parse), with the frame's values held to `max_held` bytes of host
+    /// memory ([`json::parse_within`]): `Err` when the line would make more.
+    pub fn parse_within(line: &[u8], max_held: usize) -> Result<Option<ChildFrame>, TooLarge> {
+        let Ok(text) = std::str::from_utf8(line) else { return Ok(None) };
+        let mut fields = match json::parse_within(text, max_held) {
+            Ok(JsonValue::Object(fields)) => fields,
+            Err(json::ParseError::TooLarge { limit }) => return Err(TooLarge { limit }),
+            Ok(_) | Err(_) => return Ok(None),
+        };
+        Ok(Self::rebuild(&mut fields))
+    }
+
+    fn rebuild(fields: &mut Map) -> Option<ChildFrame> {
         let kind = match fields.get("type") {
             Some(JsonValue::String(kind)) => kind.clone(),
             _ => return None,
@@ -89,7 +80,7 @@ impl ChildFrame {
             "boot-ack" => Some(ChildFrame::BootAck),
             "log" => match fields.remove("text") {
                 Some(JsonValue::String(text)) => Some(ChildFrame::Log { text }),
-                other => drop_then_none(other),
+                _ => None,
             },
             "call" => {
                 let id = match fields.get("id") {
@@ -110,13 +101,9 @@ impl ChildFrame {
                 let value = fields.remove("value");
                 match fields.get("error") {
                     None => Some(ChildFrame::Done(Done::Completed(value))),
+                    // A done carrying both settles as its error; the value is discarded.
                     Some(error) => {
-                        let failure = Self::failure(error);
-                        // A done carrying both settles as its error; the value is discarded.
-                        if let Some(value) = value {
-                            json::drop_value(value);
-                        }
-                        let (kind, message) = failure?;
+                        let (kind, message) = Self::failure(error)?;
                         Some(ChildFrame::Done(Done::Failed { kind, message }))
                     }
                 }
@@ -138,11 +125,12 @@ impl ChildFrame {
     }
 }
 
-fn drop_then_none(value: Option<JsonValue>) -> Option<ChildFrame> {
-    if let Some(value) = value {
-        json::drop_value(value);
-    }
-    None
+/// A line whose values would hold more host memory than the run may: the run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a frame whose values would hold more than {limit} bytes")]
+pub struct TooLarge {
+    /// The bound.
+    pub limit: usize,
 }
 
 /// The first frame: the namespaces to materialise, the limits the child enforces on itself before
@@ -292,7 +280,7 @@ pub fn reply_error(id: CallId, rejection: &BindingError) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use code_runtime::json;
 
     use super::*;
 
@@ -476,7 +464,7 @@ mod tests {
         let Some(ChildFrame::Call { args, .. }) = parse(&frame) else {
             panic!("a deep call is valid")
         };
-        json::drop_value(args);
+        drop(args);
     }
 
     #[test]

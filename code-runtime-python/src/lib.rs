@@ -5,7 +5,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
 //! use code_runtime_python::{PythonCodeRuntime, PythonConfig};
-//! use serde_json::json;
+//! use code_runtime::json;
 //!
 //! // Probes the interpreter on a thread of its own (or reads the probe cached by an earlier
 //! // process), so an async host is not blocked.

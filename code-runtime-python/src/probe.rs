@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use code_runtime::json;
-use serde_json::json;
 
 use crate::cell::PythonCell;
 use crate::command::{self, BOOTSTRAP, Environment};

@@ -200,9 +200,6 @@ impl Substrate for ChildSubstrate {
             Ok(value) => frame::reply_ok(call, value),
             Err(rejection) => frame::reply_error(call, rejection),
         };
-        if let Ok(value) = outcome {
-            code_runtime::json::drop_value(value);
-        }
         if self.writable {
             self.outbox.push_back(reply);
         }
@@ -320,10 +317,7 @@ impl ChildSubstrate {
                 None
             }
             // Nothing counts before the child acknowledged `boot`.
-            _ if self.program.is_some() => {
-                frame.discard();
-                None
-            }
+            _ if self.program.is_some() => None,
             ChildFrame::Log { text } => Some(Event::Log(text)),
             ChildFrame::Call { id, global, name, args } => self.on_call(id, &global, &name, args),
             ChildFrame::Done(done) => Some(Event::Ended(match done {

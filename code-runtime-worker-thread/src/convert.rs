@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
+use code_runtime::json::JsonMap as Map;
 use code_runtime::json::{self, JsonValue};
-use serde_json::Map;
 
 use crate::meter::{Halt, Meter};
 use crate::state::Intrinsics;
@@ -57,14 +57,7 @@ pub(crate) fn from_v8<'s>(
         stack: Vec::new(),
         path: HashMap::new(),
     };
-    let result = snapshot.take(scope, value, meter);
-    if result.is_err() {
-        // What was built so far may be deep; drop it without recursion.
-        for frame in snapshot.stack.drain(..) {
-            json::drop_value(frame.into_value());
-        }
-    }
-    result
+    snapshot.take(scope, value, meter)
 }
 
 /// The state of one conversion: the containers being filled, innermost last, and the ones on the
@@ -79,24 +72,14 @@ struct Snapshot<'s> {
 
 /// A container being filled: the V8 object and what is left to read.
 enum Frame<'s> {
-    Array {
-        source: v8::Local<'s, v8::Array>,
-        length: u32,
-        next: u32,
-        items: Vec<JsonValue>,
-    },
-    Object {
-        source: v8::Local<'s, v8::Object>,
-        keys: Vec<String>,
-        next: usize,
-        members: Map<String, JsonValue>,
-    },
+    Array { source: v8::Local<'s, v8::Array>, length: u32, next: u32, items: Vec<JsonValue> },
+    Object { source: v8::Local<'s, v8::Object>, keys: Vec<String>, next: usize, members: Map },
 }
 
 impl Frame<'_> {
     fn into_value(self) -> JsonValue {
         match self {
-            Frame::Array { items, .. } => JsonValue::Array(items),
+            Frame::Array { items, .. } => JsonValue::Array(items.into()),
             Frame::Object { members, .. } => JsonValue::Object(members),
         }
     }
@@ -384,7 +367,11 @@ pub(crate) fn to_v8<'s>(
 /// A container [`to_v8`] is filling, with the rest of its source.
 enum Open<'s, 'v> {
     Array(v8::Local<'s, v8::Array>, std::slice::Iter<'v, JsonValue>, u32),
-    Object(v8::Local<'s, v8::Object>, serde_json::map::Iter<'v>, Option<&'v String>),
+    Object(
+        v8::Local<'s, v8::Object>,
+        <&'v json::JsonMap as IntoIterator>::IntoIter,
+        Option<&'v String>,
+    ),
 }
 
 /// The V8 value of a leaf, or `None` after opening a container for `value`.

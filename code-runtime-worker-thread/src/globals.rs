@@ -221,7 +221,7 @@ fn argument(
         }
         return convert::from_v8(scope, intrinsics, args.get(first), meter);
     };
-    let mut object = serde_json::Map::new();
+    let mut object = code_runtime::json::JsonMap::new();
     for (index, name) in names.into_iter().enumerate().take(count) {
         let value = args.get(first.saturating_add(i32::try_from(index).unwrap_or(i32::MAX)));
         // An `undefined` argument is a key left out, as `JSON.stringify` leaves it.
@@ -232,10 +232,7 @@ fn argument(
             Ok(value) => {
                 object.insert(name, value);
             }
-            Err(refused) => {
-                code_runtime::json::drop_value(JsonValue::Object(object));
-                return Err(refused);
-            }
+            Err(refused) => return Err(refused),
         }
     }
     Ok(JsonValue::Object(object))
@@ -424,10 +421,7 @@ fn call_member(
             run.host.send(Event::Call { id: call, function, args: BindingArgs::new(value) });
             return;
         }
-        Ok(value) => {
-            code_runtime::json::drop_value(value);
-            catalogue::CALLS_OVER_BUDGET.to_owned()
-        }
+        Ok(_) => catalogue::CALLS_OVER_BUDGET.to_owned(),
         Err(Refused::Lossy) => catalogue::LOSSY_ARGUMENTS.to_owned(),
         Err(Refused::Halted(Halt::TooLarge)) => catalogue::arguments_over_budget(limit),
         Err(Refused::Halted(Halt::Terminated)) => return,

@@ -385,7 +385,6 @@ fn settle(
                     resolver.reject(scope, error)
                 }
             };
-            code_runtime::json::drop_value(value);
         }
         Err(rejection) => {
             let error = globals::binding_error(scope, run, function, &rejection);

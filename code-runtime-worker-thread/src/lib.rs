@@ -5,7 +5,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, CodeRuntime};
 //! use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
-//! use serde_json::json;
+//! use code_runtime::json;
 //!
 //! let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig::default())?;
 //! let tools = CodeBindingNamespace::new("tools")

@@ -15,12 +15,13 @@
 //!
 //! The host never sends a stop: it kills the cell.
 
-use code_runtime::json::{self, JsonValue};
+use code_runtime::json;
+use code_runtime::json::JsonMap as Map;
+use code_runtime::json::JsonValue;
 use code_runtime::provider::{
     CallId, Ending, Event, FunctionId, ProgramGlobal, StopReason, ToolIndex,
 };
 use code_runtime::{BindingArgs, BindingError};
-use serde_json::{Map, json};
 
 use crate::isolate::{Program, Shape};
 
@@ -47,13 +48,12 @@ pub(crate) enum ToCell {
     Settle { call: CallId, outcome: Result<JsonValue, BindingError> },
 }
 
-/// `message` as one frame. Consumes it so that a deep value is dropped without recursion.
-fn frame(message: JsonValue) -> Vec<u8> {
+/// `message` as one frame.
+fn frame(message: &JsonValue) -> Vec<u8> {
     let mut text = String::with_capacity(64);
     // Room for the prefix, filled in below.
     text.push_str("\0\0\0\0");
-    json::encode_with(&message, EXACT, &mut text);
-    json::drop_value(message);
+    json::encode_with(message, EXACT, &mut text);
     prefixed(text)
 }
 
@@ -67,7 +67,7 @@ fn prefixed(text: String) -> Vec<u8> {
 
 /// An event of the isolate as a frame.
 pub(crate) fn event(event: Event) -> Vec<u8> {
-    frame(match event {
+    frame(&match event {
         Event::Log(line) => object("log", JsonValue::String(line)),
         Event::Call { id, function, args } => object(
             "call",
@@ -99,7 +99,7 @@ fn ending_value(ending: Ending) -> JsonValue {
 
 /// The fatal frame, for the cell's last words.
 pub(crate) fn fatal(text: &str) -> Vec<u8> {
-    frame(json!({ "fatal": text }))
+    frame(&json!({ "fatal": text }))
 }
 
 /// The setup frame of a run. The values among its globals are written in place, never cloned
@@ -156,7 +156,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
 
 /// The prepare frame of a cell.
 pub(crate) fn prepare(shape: Shape) -> Vec<u8> {
-    frame(json!({ "prepare": {
+    frame(&json!({ "prepare": {
         "max_memory_mb": shape.max_memory_mb,
         "allow_eval": shape.allow_eval,
         "allow_wasm": shape.allow_wasm,
@@ -167,7 +167,7 @@ pub(crate) fn prepare(shape: Shape) -> Vec<u8> {
 pub(crate) fn settle(call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8> {
     match outcome {
         Ok(value) => {
-            frame(object("settle", object_of([("id", JsonValue::from(call)), ("value", value)])))
+            frame(&object("settle", object_of([("id", JsonValue::from(call)), ("value", value)])))
         }
         // Written around the rejection's data, which is only borrowed: a clone would recurse.
         Err(rejection) => {
@@ -182,9 +182,8 @@ pub(crate) fn settle(call: CallId, outcome: Result<JsonValue, BindingError>) -> 
     }
 }
 
-/// `{key: value}`, moving `value` in. (`json!` would serialize an interpolated value into a
-/// copy, recursively: a deep value would overflow the stack, and a line of the whole output
-/// budget would be copied once more.)
+/// `{key: value}`, moving `value` in (`json!` would copy it: a line of the whole output budget
+/// would be copied once more).
 fn object(key: &str, value: JsonValue) -> JsonValue {
     object_of([(key, value)])
 }
@@ -199,20 +198,14 @@ pub(crate) type Malformed = String;
 /// Reads a frame from the cell. `max_memory_mb` is the run's, for an out-of-memory ending.
 pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, Malformed> {
     let (key, mut body) = message(payload)?;
-    let read = match key.as_str() {
+    match key.as_str() {
         "log" => match body.take() {
             JsonValue::String(line) => Ok(FromCell::Event(Event::Log(line))),
-            other => {
-                json::drop_value(other);
-                Err("a log frame without a line".to_owned())
-            }
+            _ => Err("a log frame without a line".to_owned()),
         },
         "fatal" => match body.take() {
             JsonValue::String(text) => Ok(FromCell::Fatal(text)),
-            other => {
-                json::drop_value(other);
-                Err("a fatal frame without a text".to_owned())
-            }
+            _ => Err("a fatal frame without a text".to_owned()),
         },
         "call" => {
             let args = take(&mut body, "args");
@@ -224,19 +217,12 @@ pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, 
                     function: FunctionId(function),
                     args: BindingArgs::new(args),
                 })),
-                (_, _, args) => {
-                    if let Some(args) = args {
-                        json::drop_value(args);
-                    }
-                    Err("a call frame without its id, function or arguments".to_owned())
-                }
+                _ => Err("a call frame without its id, function or arguments".to_owned()),
             }
         }
         "end" => ending(&mut body, max_memory_mb).map(|e| FromCell::Event(Event::Ended(e))),
         other => Err(format!("an unknown frame {}", json::quote(other))),
-    };
-    json::drop_value(body);
-    read
+    }
 }
 
 fn ending(body: &mut JsonValue, max_memory_mb: u64) -> Result<Ending, Malformed> {
@@ -267,7 +253,7 @@ fn ending(body: &mut JsonValue, max_memory_mb: u64) -> Result<Ending, Malformed>
 /// Reads a frame from the host.
 pub(crate) fn to_cell(payload: &[u8]) -> Result<ToCell, Malformed> {
     let (key, mut body) = message(payload)?;
-    let read = match key.as_str() {
+    match key.as_str() {
         "setup" => program(&body).map(ToCell::Setup),
         "prepare" => shape(&body).map(ToCell::Prepare),
         "settle" => {
@@ -283,21 +269,11 @@ pub(crate) fn to_cell(payload: &[u8]) -> Result<ToCell, Malformed> {
                     }
                     Ok(ToCell::Settle { call, outcome: Err(rejection) })
                 }
-                (None, value) => {
-                    if let Some(value) = value {
-                        json::drop_value(value);
-                    }
-                    if let Some(data) = data {
-                        json::drop_value(data);
-                    }
-                    Err("a settle frame without an id".to_owned())
-                }
+                (None, _) => Err("a settle frame without an id".to_owned()),
             }
         }
         other => Err(format!("an unknown frame {}", json::quote(other))),
-    };
-    json::drop_value(body);
-    read
+    }
 }
 
 fn program(body: &JsonValue) -> Result<Program, Malformed> {
@@ -363,7 +339,7 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
     })
 }
 
-/// One global of a setup frame. A value is copied without recursion.
+/// One global of a setup frame.
 fn global(entry: &JsonValue) -> Option<ProgramGlobal> {
     match entry {
         JsonValue::String(name) if name == "call_tool" => Some(ProgramGlobal::CallTool),
@@ -373,9 +349,7 @@ fn global(entry: &JsonValue) -> Option<ProgramGlobal> {
                     u32::try_from(function.as_u64()?).ok()?,
                 )));
             }
-            let mut text = String::new();
-            json::encode_with(object.get("value")?, EXACT, &mut text);
-            json::parse(&text).ok().map(ProgramGlobal::Value)
+            object.get("value").cloned().map(ProgramGlobal::Value)
         }
         _ => None,
     }
@@ -412,27 +386,18 @@ fn message(payload: &[u8]) -> Result<(String, JsonValue), Malformed> {
     let text = std::str::from_utf8(payload).map_err(|_| "a frame that is not UTF-8".to_owned())?;
     let value = json::parse(text).map_err(|error| format!("a frame that is not JSON: {error}"))?;
     let JsonValue::Object(object) = value else {
-        json::drop_value(value);
         return Err("a frame that is not an object".to_owned());
     };
     let mut entries = object.into_iter();
     match (entries.next(), entries.next()) {
         (Some((key, body)), None) => Ok((key, body)),
-        (first, second) => {
-            for (_, value) in first.into_iter().chain(second).chain(entries) {
-                json::drop_value(value);
-            }
-            Err("a frame that is not one message".to_owned())
-        }
+        _ => Err("a frame that is not one message".to_owned()),
     }
 }
 
-/// Takes `key` out of an object, leaving `null`, so the (possibly deep) value is moved, never
-/// dropped or cloned recursively with the envelope.
+/// Takes `key` out of an object, leaving `null`: the value is moved, not copied.
 fn take(body: &mut JsonValue, key: &str) -> Option<JsonValue> {
-    body.as_object_mut()
-        .and_then(|object: &mut Map<String, JsonValue>| object.get_mut(key))
-        .map(JsonValue::take)
+    body.as_object_mut().and_then(|object: &mut Map| object.get_mut(key)).map(JsonValue::take)
 }
 
 #[cfg(test)]
@@ -449,7 +414,7 @@ mod tests {
     fn deep(levels: usize) -> JsonValue {
         let mut value = JsonValue::Null;
         for _ in 0..levels {
-            value = JsonValue::Array(vec![value]);
+            value = JsonValue::from(vec![value]);
         }
         value
     }
@@ -490,13 +455,13 @@ mod tests {
         };
         assert_eq!((id, function.0), (7, 2));
         assert_eq!(json::encoded_len(&args, usize::MAX), Some(400_004));
-        json::drop_value(args.into_value());
+        drop(args.into_value());
 
         let frame = settle(3, Ok(deep(200_000)));
         let Ok(ToCell::Settle { call: 3, outcome: Ok(value) }) = to_cell(payload(&frame)) else {
             panic!("the settlement did not cross");
         };
-        json::drop_value(value);
+        drop(value);
 
         let rejection = BindingError::new("deep").with_data(deep(200_000));
         let frame = settle(4, Err(rejection));

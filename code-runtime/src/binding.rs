@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input_schema::InputSchema;
 use crate::json::{self, JsonValue};
+use crate::provider::Held;
 
 /// The future a [`BindingFunction`] returns.
 pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingError>> + Send>>;
@@ -22,8 +23,8 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 /// Cheap to clone (an `Arc`). Each call gets its own [`BindingArgs`], a detached copy of what the
 /// program passed (JSON `null` when it passed nothing). The resolution must be lossless JSON (see
 /// [`json`](crate::json)); otherwise the program's call rejects with a message naming the binding,
-/// and a `tracing` warning tells the host. (`serde_json` itself turns `json!(f64::NAN)` into
-/// `null` before the runtime sees it; no runtime can flag that one.) A closure that panics rejects
+/// and a `tracing` warning tells the host. (`json!(f64::NAN)` is already `null`, as in
+/// `serde_json`, before the runtime sees it; no runtime can flag that one.) A closure that panics rejects
 /// the call with `binding "<global>.<name>" panicked` and a `tracing` error.
 ///
 /// # In-flight calls when a run ends
@@ -62,7 +63,7 @@ struct Signature {
 ///
 /// ```
 /// use code_runtime::{binding, BindingError, CodeBindingNamespace};
-/// use serde_json::json;
+/// use code_runtime::json;
 ///
 /// let tools = CodeBindingNamespace::new("tools")
 ///     .function("echo", binding(|args| async move { Ok(args.into()) }))
@@ -85,7 +86,7 @@ struct Signature {
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use code_runtime::{binding, CodeBindingNamespace};
-/// use serde_json::json;
+/// use code_runtime::json;
 ///
 /// let calls = Arc::new(AtomicU64::new(0));
 /// let counter = calls.clone();
@@ -116,7 +117,7 @@ where
 /// use std::collections::HashMap;
 /// use std::sync::{Arc, Mutex};
 /// use code_runtime::{binding_with, CodeBindingNamespace};
-/// use serde_json::json;
+/// use code_runtime::json;
 ///
 /// #[derive(Clone, Default)]
 /// struct Store(Arc<Mutex<HashMap<String, String>>>);
@@ -265,25 +266,31 @@ impl fmt::Debug for BindingFunction {
 
 /// The argument of one binding call: the program's value, detached from the program.
 ///
-/// Derefs to the [`JsonValue`], so `args["q"]` and `args.as_str()` work. Unlike a bare
-/// `JsonValue`, dropping it never recurses: a program can pass a value nested 100 000 levels deep,
-/// and a closure that ignores it must not overflow the stack of the thread that drops it. Take the
-/// value out with [`into_value`](BindingArgs::into_value) only to keep it; read typed fields with
-/// [`parse`](BindingArgs::parse).
+/// Derefs to the [`JsonValue`], so `args["q"]` and `args.as_str()` work; take the value out with
+/// [`into_value`](BindingArgs::into_value), read typed fields with [`parse`](BindingArgs::parse).
+/// A program can pass a value nested 1 000 000 levels deep: like every [`JsonValue`], it drops,
+/// clones and prints without recursion.
 pub struct BindingArgs {
     value: JsonValue,
+    /// The host memory the value is charged to for its run, released when it drops.
+    _held: Option<Held>,
 }
 
 impl BindingArgs {
     /// Wraps `value`.
     pub fn new(value: JsonValue) -> Self {
-        Self { value }
+        Self { value, _held: None }
     }
 
-    /// The value itself. Dropping a deeply nested `JsonValue` recurses once per level; hand it
-    /// back through [`json::drop_value`] when it may be deep and is no longer needed.
-    pub fn into_value(mut self) -> JsonValue {
-        std::mem::take(&mut self.value)
+    /// Wraps `value`, which `held` charges to its run's host memory until the arguments drop
+    /// (or the value is taken out): for providers, which make a call's value on the host.
+    pub fn held(value: JsonValue, held: Held) -> Self {
+        Self { value, _held: Some(held) }
+    }
+
+    /// The value itself.
+    pub fn into_value(self) -> JsonValue {
+        self.value
     }
 
     /// Deserializes the argument into `T`, reading it in place.
@@ -293,7 +300,7 @@ impl BindingArgs {
     /// A [`BindingError`] with serde's message when the argument does not have `T`'s shape; the
     /// program sees it as the call's rejection.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, BindingError> {
-        T::deserialize(&self.value).map_err(BindingError::from)
+        json::from_value(&self.value).map_err(BindingError::from)
     }
 }
 
@@ -317,11 +324,17 @@ impl From<JsonValue> for BindingArgs {
     }
 }
 
-/// Serializes as the JSON value, so `json!({ "echoed": args })` works. Like `JsonValue`'s own,
-/// this recurses once per nesting level.
+/// Serializes as the JSON value (see [`JsonValue`]'s `Serialize`).
 impl Serialize for BindingArgs {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.value.serialize(serializer)
+    }
+}
+
+/// A copy of the value, so `json!({ "echoed": args })` works.
+impl json::ToJson for BindingArgs {
+    fn to_json(&self) -> JsonValue {
+        self.value.clone()
     }
 }
 
@@ -331,15 +344,8 @@ impl From<BindingArgs> for JsonValue {
     }
 }
 
-impl Drop for BindingArgs {
-    fn drop(&mut self) {
-        json::drop_value(std::mem::take(&mut self.value));
-    }
-}
-
 impl fmt::Debug for BindingArgs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // `JsonValue`'s own `Debug` recurses; the encoder does not.
         let encoded = json::encode(&self.value);
         f.debug_tuple("BindingArgs").field(&json::truncate(&encoded, 256)).finish()
     }
@@ -359,12 +365,26 @@ impl fmt::Debug for BindingArgs {
 pub struct BindingError {
     message: String,
     data: Option<JsonValue>,
+    /// Whether this answer ends the run as `output-limit` instead of reaching the program.
+    output_exceeded: bool,
 }
 
 impl BindingError {
     /// A rejection with `message` and no data.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), data: None }
+        Self { message: message.into(), data: None, output_exceeded: false }
+    }
+
+    /// Not a rejection the program sees: the run ends now as `output-limit`, as when its own
+    /// output outgrows the budget. For a budget the host keeps on what it writes because of a
+    /// run, such as a record file that reached its bound.
+    pub fn output_exceeded() -> Self {
+        Self { output_exceeded: true, ..Self::new("the host's output budget is spent") }
+    }
+
+    /// Whether this is [`output_exceeded`](BindingError::output_exceeded).
+    pub fn is_output_exceeded(&self) -> bool {
+        self.output_exceeded
     }
 
     /// Attaches structured data the program reads as `e.data`, for example
@@ -372,9 +392,7 @@ impl BindingError {
     /// replaced by `null` (with a `tracing` warning) and the message is kept.
     #[must_use]
     pub fn with_data(mut self, data: JsonValue) -> Self {
-        if let Some(previous) = self.data.replace(data) {
-            json::drop_value(previous);
-        }
+        self.data = Some(data);
         self
     }
 
@@ -421,14 +439,6 @@ impl fmt::Debug for BindingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let data = self.data.as_ref().map(json::encode);
         f.debug_struct("BindingError").field("message", &self.message).field("data", &data).finish()
-    }
-}
-
-impl Drop for BindingError {
-    fn drop(&mut self) {
-        if let Some(data) = self.data.take() {
-            json::drop_value(data);
-        }
     }
 }
 

@@ -36,7 +36,7 @@ use crate::validation::{
 ///
 /// ```
 /// use code_runtime::{binding, describe, CodeBindingNamespace};
-/// use serde_json::json;
+/// use code_runtime::json;
 ///
 /// let tools = CodeBindingNamespace::new("tools").function(
 ///     "search",

@@ -51,12 +51,13 @@ impl InputSchema {
         if json::nests_deeper_than(schema, MAX_SCHEMA_DEPTH) {
             return Err(format!("it nests more than {MAX_SCHEMA_DEPTH} levels deep"));
         }
+        let schema = schema.to_serde_json().map_err(|error| error.to_string())?;
         let validator = jsonschema::options()
             .offline()
             .with_pattern_options(
                 jsonschema::PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT),
             )
-            .build(schema)
+            .build(&schema)
             .map_err(|error| bounded(&error))?;
         Ok(Self { validator })
     }
@@ -65,15 +66,19 @@ impl InputSchema {
     pub(crate) fn check(&self, label: &str, args: &JsonValue) -> Result<(), BindingError> {
         if json::nests_deeper_than(args, MAX_CHECKED_DEPTH) {
             return Err(BindingError::new(catalogue::argument_too_deep(label, MAX_CHECKED_DEPTH))
-                .with_data(serde_json::json!({ "path": "", "schemaPath": "" })));
+                .with_data(crate::json!({ "path": "", "schemaPath": "" })));
         }
-        let Err(error) = self.validator.validate(args) else { return Ok(()) };
+        // Within `MAX_CHECKED_DEPTH`, which is at most `SERDE_DEPTH`: the copy is made.
+        let Ok(args) = args.to_serde_json() else {
+            return Err(BindingError::new(catalogue::argument_too_deep(label, MAX_CHECKED_DEPTH)));
+        };
+        let Err(error) = self.validator.validate(&args) else { return Ok(()) };
         let path = error.instance_path().to_string();
         let schema_path = error.schema_path().to_string();
         let detail = bounded(&error);
         drop(error);
         Err(BindingError::new(catalogue::argument_mismatch(label, &path, &detail))
-            .with_data(serde_json::json!({ "path": path, "schemaPath": schema_path })))
+            .with_data(crate::json!({ "path": path, "schemaPath": schema_path })))
     }
 }
 

@@ -35,7 +35,7 @@
 //! # async fn host() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use code_runtime::{binding, CodeBindingNamespace, CodeRunRequest, Context};
-//! use serde_json::json;
+//! use code_runtime::json;
 //!
 //! let context = Context::new();
 //! // At startup, e.g. with the workspace's two providers:
@@ -55,12 +55,14 @@
 //! # Ok(()) }
 //! ```
 //!
-//! ## Dependencies
+//! ## JSON
 //!
-//! [`JsonValue`] is `serde_json::Value` with the `preserve_order` feature, which this crate turns
-//! on: object keys must keep the order the program produced them in (JavaScript's own-key order),
-//! and without it they come back sorted. Cargo unifies features, so every `serde_json::Map` in a
-//! build that depends on this crate keeps insertion order (an `IndexMap` instead of a `BTreeMap`).
+//! [`JsonValue`] is this crate's own owned JSON type (insertion-ordered objects), not
+//! `serde_json::Value`: a program can hand the host a value nested 1 000 000 levels deep, and
+//! `serde_json::Value`'s `Drop`, `Clone` and `Serialize` recurse once per level. Ours never do, so
+//! no host path can forget the rule. Build values with [`json!`] (`serde_json::json!`'s syntax),
+//! read typed data with [`json::from_value`], and cross to `serde_json::Value` explicitly with
+//! `JsonValue::from` and [`JsonValue::to_serde_json`] (see [`json`]).
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod binding;

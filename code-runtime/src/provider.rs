@@ -12,6 +12,8 @@
 //!   [`CodeRunFailure`](crate::CodeRunFailure) in one place.
 //! - [`catalogue`]: the messages a program sees that a substrate must produce itself (the Python
 //!   child receives them in its `boot` frame, so each is written once).
+//! - [`HostMemory`]: what the host holds because of a run (frames, values, queued answers, log
+//!   lines), charged to the run's memory budget before it is allocated.
 //! - [`CpuClock`]: the compute budget's clock, a thread's or a process's.
 //! - [`Spare`]: one substrate started ahead of the next run.
 //! - [`reactor`]: the provider's own tokio runtime thread, which keeps timers, sockets, child
@@ -30,6 +32,7 @@ mod globals;
 mod hint;
 mod host;
 mod ledger;
+mod memory;
 pub mod reactor;
 mod report;
 mod spare;
@@ -45,6 +48,7 @@ pub use crate::provider::globals::{
 };
 pub use crate::provider::host::{Event, Host, Start, Substrate, Teardown};
 pub use crate::provider::ledger::{Admission, OutputLedger};
+pub use crate::provider::memory::{Held, HostMemory, LOG_LINE_BYTES, OverBudget};
 pub use crate::provider::spare::Spare;
 pub use crate::validation::{
     PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,

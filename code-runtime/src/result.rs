@@ -23,11 +23,9 @@ use crate::json::{self, JsonValue};
 ///
 /// The serde form is the reference JSON shape: `{"logs":[…],"value":…}` on success (no `value`
 /// key when there is none), `{"logs":[…],"error":{"kind":…,"message":…}}` on failure.
-/// [`CodeRunResult::to_json`] writes that same form without recursion; serde's path recurses once
-/// per nesting level of the value.
-///
-/// Dropping a result drops its value without recursion, so a 100 000-deep completion is safe to
-/// hold and discard.
+/// [`CodeRunResult::to_json`] writes that same form in JavaScript's number spelling; serde's path
+/// follows [`JsonValue`]'s `Serialize`. A 1 000 000-deep value is safe to hold, copy, print and
+/// drop, as every [`JsonValue`] is.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "RawResult")]
 pub struct CodeRunResult {
@@ -121,14 +119,6 @@ impl Serialize for CodeRunResult {
             fields.serialize_field("error", error)?;
         }
         fields.end()
-    }
-}
-
-impl Drop for CodeRunResult {
-    fn drop(&mut self) {
-        if let Some(value) = self.value.take() {
-            json::drop_value(value);
-        }
     }
 }
 

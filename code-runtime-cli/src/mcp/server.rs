@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use code_runtime::json::{self, JsonValue};
+use code_runtime::json;
+use code_runtime::json::JsonValue;
 use code_runtime::{
     CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink, RunEvent, describe_request,
 };
@@ -20,7 +21,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::json;
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -104,7 +104,7 @@ impl CodeModeServer {
     ) -> Result<CallToolResult, ErrorData> {
         let code = arguments
             .get("code")
-            .and_then(JsonValue::as_str)
+            .and_then(serde_json::Value::as_str)
             .ok_or_else(|| ErrorData::invalid_params("run_code needs \"code\", a string", None))?;
         let runtime = self.runtime(arguments.get("language"))?;
         // Logs go out as notifications, in order, each before the result: the sink only queues
@@ -120,7 +120,7 @@ impl CodeModeServer {
                         continue;
                     }
                     let message =
-                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(line))
+                        LoggingMessageNotificationParam::new(LoggingLevel::Info, line.into())
                             .with_logger("code-runtime");
                     if peer.notify_logging_message(message).await.is_err() {
                         break;
@@ -147,7 +147,9 @@ impl CodeModeServer {
         let _ = sending.await;
         let result = result.map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
         let text = result.to_json();
-        let structured = json::parse(&text).ok();
+        // rmcp writes `structuredContent` with serde, one call per level: a value deeper than
+        // the serde depth comes back as text only.
+        let structured = json::parse(&text).ok().and_then(|value| value.to_serde_json().ok());
         let mut reply = if result.is_ok() {
             CallToolResult::success(vec![ContentBlock::text(text)])
         } else {
@@ -157,11 +159,16 @@ impl CodeModeServer {
         Ok(reply)
     }
 
-    fn runtime(&self, language: Option<&JsonValue>) -> Result<Arc<dyn CodeRuntime>, ErrorData> {
+    fn runtime(
+        &self,
+        language: Option<&serde_json::Value>,
+    ) -> Result<Arc<dyn CodeRuntime>, ErrorData> {
         let runtimes = &self.inner.runtimes;
         let chosen = match language {
-            None | Some(JsonValue::Null) => runtimes.first(),
-            Some(JsonValue::String(language)) => runtimes.iter().find(|(name, _)| name == language),
+            None | Some(serde_json::Value::Null) => runtimes.first(),
+            Some(serde_json::Value::String(language)) => {
+                runtimes.iter().find(|(name, _)| name == language)
+            }
             Some(_) => None,
         };
         chosen.map(|(_, runtime)| runtime.clone()).ok_or_else(|| {
@@ -176,7 +183,7 @@ impl CodeModeServer {
     fn search_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
         let query = arguments
             .get("query")
-            .and_then(JsonValue::as_str)
+            .and_then(serde_json::Value::as_str)
             .ok_or_else(|| {
                 ErrorData::invalid_params("search_tools needs \"query\", a string", None)
             })?
@@ -204,22 +211,22 @@ impl CodeModeServer {
             .collect();
         let value = json!({ "tools": found });
         let mut reply = CallToolResult::success(vec![ContentBlock::text(json::encode(&value))]);
-        reply.structured_content = Some(value);
+        reply.structured_content = value.to_serde_json().ok();
         Ok(reply)
     }
 
     fn describe_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
         let names: Vec<&str> = arguments
             .get("names")
-            .and_then(JsonValue::as_array)
-            .and_then(|names| names.iter().map(JsonValue::as_str).collect())
+            .and_then(serde_json::Value::as_array)
+            .and_then(|names| names.iter().map(serde_json::Value::as_str).collect())
             .ok_or_else(|| {
                 ErrorData::invalid_params(
                     "describe_tools needs \"names\", an array of \"namespace.function\" or namespace names",
                     None,
                 )
             })?;
-        let language = match arguments.get("language").and_then(JsonValue::as_str) {
+        let language = match arguments.get("language").and_then(serde_json::Value::as_str) {
             Some(language) => language.to_owned(),
             None => self.inner.runtimes[0].0.clone(),
         };
@@ -344,9 +351,10 @@ fn level_rank(level: LoggingLevel) -> u8 {
     }
 }
 
+/// A schema this file writes, as rmcp's object (shallow: the copy's recursion is bounded).
 fn object(value: JsonValue) -> JsonObject {
-    match value {
-        JsonValue::Object(object) => object,
+    match value.to_serde_json() {
+        Ok(serde_json::Value::Object(object)) => object,
         _ => JsonObject::new(),
     }
 }

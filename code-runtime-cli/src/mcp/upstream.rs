@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding};
@@ -21,6 +21,9 @@ use crate::mcp::config::{Reach, Server};
 
 /// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(30);
+
+/// The most host memory the value parsed from a tool's text may hold ([`json::parse_within`]).
+const MAX_VALUE_BYTES: usize = 256 << 20;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -101,21 +104,22 @@ impl Upstream {
         let mut function = binding(move |args| {
             let (upstream, recorder, name) = (upstream.clone(), recorder.clone(), name.clone());
             async move {
-                let started = Instant::now();
-                let copy = recorder.copy(&args);
+                let recording = recorder.start(&upstream.namespace, &name, &args);
                 let outcome = upstream.call(&name, args).await;
-                if let Some(copy) = copy {
-                    recorder.record(&upstream.namespace, &name, copy, &outcome, started);
+                match recording.map(|recording| recording.finish(&outcome)) {
+                    Some(Err(_full)) => Err(BindingError::output_exceeded()),
+                    _ => outcome,
                 }
-                outcome
             }
         });
         if let Some(description) = &tool.description {
             function = function.description(description.to_string());
         }
-        function = function.input(JsonValue::Object((*tool.input_schema).clone()));
+        function = function
+            .input(JsonValue::from(&serde_json::Value::Object((*tool.input_schema).clone())));
         if let Some(output) = &tool.output_schema {
-            function = function.output(JsonValue::Object((**output).clone()));
+            function =
+                function.output(JsonValue::from(&serde_json::Value::Object((**output).clone())));
         }
         function
     }
@@ -124,11 +128,20 @@ impl Upstream {
     /// because the connection closed under it is not repeated (the tool may have acted), and
     /// rejects saying so.
     async fn call(&self, name: &str, args: BindingArgs) -> Result<JsonValue, BindingError> {
-        let arguments = match args.into_value() {
+        let arguments = match &*args {
             JsonValue::Null => None,
-            JsonValue::Object(arguments) => Some(arguments),
-            other => {
-                json::drop_value(other);
+            // rmcp writes what it sends with serde, one call per level: within the serde depth.
+            JsonValue::Object(_) => match args.to_serde_json() {
+                Ok(serde_json::Value::Object(arguments)) => Some(arguments),
+                _ => {
+                    return Err(BindingError::new(format!(
+                        "{}.{name}'s arguments nest more than {} levels deep",
+                        self.namespace,
+                        json::SERDE_DEPTH
+                    )));
+                }
+            },
+            _ => {
                 return Err(BindingError::new(format!(
                     "{}.{name} takes an object of arguments (MCP tool arguments are an object)",
                     self.namespace
@@ -282,17 +295,20 @@ fn resolution(result: CallToolResult) -> Result<JsonValue, BindingError> {
         let message = text.unwrap_or_else(|| "the upstream tool failed".to_owned());
         let mut error = BindingError::new(message);
         if let Some(data) = result.structured_content {
-            error = error.with_data(data);
+            error = error.with_data(JsonValue::from(data));
         }
         return Err(error);
     }
     if let Some(value) = result.structured_content {
-        return Ok(value);
+        return Ok(JsonValue::from(value));
     }
     match text {
-        Some(text) => Ok(json::parse(&text).unwrap_or(JsonValue::String(text))),
+        // Any depth parses; a text whose value would hold more than the bound stays text.
+        Some(text) => {
+            Ok(json::parse_within(&text, MAX_VALUE_BYTES).unwrap_or(JsonValue::String(text)))
+        }
         None if result.content.is_empty() => Ok(JsonValue::Null),
-        None => serde_json::to_value(&result.content)
+        None => json::to_value(&result.content)
             .map_err(|error| BindingError::new(format!("unreadable tool result: {error}"))),
     }
 }
@@ -321,7 +337,7 @@ fn pascal(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use code_runtime::json;
 
     fn result(
         content: Vec<ContentBlock>,
@@ -330,7 +346,7 @@ mod tests {
     ) -> CallToolResult {
         let mut result =
             if error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-        result.structured_content = structured;
+        result.structured_content = structured.map(|value| value.to_serde_json().unwrap());
         result
     }
 

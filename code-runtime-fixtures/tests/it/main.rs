@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use code_runtime::json;
 use code_runtime::{BindingArgs, CodeBindingNamespace, JsonValue, Limits};
 use code_runtime_fixtures::{LimitsFile, Recorder, bindings_from_json, read_document, read_text};
-use serde_json::json;
 
 fn tokio() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
@@ -231,10 +231,8 @@ fn limits_files() {
 }
 
 #[test]
-fn the_recorder_keeps_and_writes_every_call() {
-    let scratch = Scratch::new("record");
-    let path = scratch.0.join("calls.jsonl");
-    let recorder = Recorder::writing(std::fs::File::create(&path).unwrap());
+fn the_recorder_keeps_every_call_for_a_harness() {
+    let recorder = Recorder::keeping();
     let document = json!({"namespaces": [{"global": "tools", "functions": {
         "echo": {"echo": true}, "reject": {"reject": "no", "data": {"why": 1}}}}]});
     let tools = namespaces(document, &recorder).unwrap().remove(0);
@@ -244,8 +242,22 @@ fn the_recorder_keeps_and_writes_every_call() {
     assert_eq!(records.len(), 2);
     assert_eq!((records[0].function.as_str(), &records[0].args), ("echo", &json!({"q": "x"})));
     assert_eq!(records[1].outcome, Err(("no".to_owned(), Some(json!({"why": 1})))));
-    let lines = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<&str> = lines.lines().collect();
+    assert!(recorder.take_records().is_empty(), "taken");
+}
+
+#[test]
+fn the_recorder_writes_every_call_keeps_none_and_stops_at_its_bound() {
+    let scratch = Scratch::new("record");
+    let path = scratch.0.join("calls.jsonl");
+    let recorder = Recorder::writing(std::fs::File::create(&path).unwrap(), 300);
+    let document = json!({"namespaces": [{"global": "tools", "functions": {
+        "echo": {"echo": true}, "reject": {"reject": "no", "data": {"why": 1}}}}]});
+    let tools = namespaces(document, &recorder).unwrap().remove(0);
+    assert_eq!(call(&tools, "echo", json!({"q": "x"})), Ok(json!({"q": "x"})));
+    let _ = call(&tools, "reject", json!(null));
+    assert!(recorder.take_records().is_empty(), "a writing recorder keeps nothing");
+    let written = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
     assert!(
         lines[0].starts_with(
             r#"{"namespace":"tools","function":"echo","args":{"q":"x"},"ok":{"q":"x"},"startedMs":"#
@@ -255,6 +267,13 @@ fn the_recorder_keeps_and_writes_every_call() {
     );
     assert!(lines[1].starts_with(r#"{"namespace":"tools","function":"reject","args":null,"error":"no","data":{"why":1},"startedMs":"#), "{}", lines[1]);
     assert_eq!(recorder.write_error(), None);
+    // The next line does not fit the 300 bytes: it is not written, and the call's answer is the
+    // one that ends the run as `output-limit`.
+    let big = json!({"q": "y".repeat(200)});
+    let full = call(&tools, "echo", big).unwrap_err();
+    assert_eq!(full.0, "the host's output budget is spent");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written, "nothing more written");
+    assert!(call(&tools, "echo", json!(1)).is_err(), "full stays full");
 }
 
 fn command(argv: &[&str], extra: JsonValue) -> CodeBindingNamespace {

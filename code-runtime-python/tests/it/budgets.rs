@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::{CancellationToken, FailureKind};
-use serde_json::json;
 
 use crate::*;
 

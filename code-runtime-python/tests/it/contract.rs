@@ -1,6 +1,6 @@
 //! The shared contract on Python: REFERENCE.md §5.1, §5.4, §5.5, §5.8 and §5.14.
 
-use serde_json::json;
+use code_runtime::json;
 
 use crate::*;
 
@@ -100,10 +100,10 @@ fn c039_deep_values_through_argument_resolution_and_completion() {
     let result = run(program, vec![tools().function("echo", echo())]);
     let mut expected = json!("leaf");
     for _ in 0..3000 {
-        expected = JsonValue::Array(vec![expected]);
+        expected = JsonValue::from(vec![expected]);
     }
     assert_eq!(code_runtime::json::encode(value(&result)), code_runtime::json::encode(&expected));
-    code_runtime::json::drop_value(expected);
+    drop(expected);
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn c047_logs_before_a_raise_survive() {
 #[test]
 fn c068_large_exact_container() {
     let result = run("return [7] * 50000", vec![]);
-    assert_eq!(value(&result), &JsonValue::Array(vec![json!(7); 50_000]));
+    assert_eq!(value(&result), &JsonValue::from(vec![json!(7); 50_000]));
 }
 
 #[test]
@@ -199,7 +199,7 @@ return failures
     let result = run(program, vec![tools().function("never", never_called)]);
     assert_eq!(
         value(&result),
-        &JsonValue::Array(vec![json!(["never", "binding arguments must be lossless JSON"]); 8])
+        &JsonValue::from(vec![json!(["never", "binding arguments must be lossless JSON"]); 8])
     );
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
 }

@@ -4,7 +4,7 @@
 //! (processes, files, mounts). CI runs them as root and as an unprivileged user.
 
 use code_runtime::FailureKind;
-use serde_json::json;
+use code_runtime::json;
 
 use crate::*;
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::{RunLimits, binding};
-use serde_json::json;
 
 use crate::*;
 

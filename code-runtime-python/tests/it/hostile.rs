@@ -2,7 +2,7 @@
 //! host must survive every one. (What a program can reach of the host is `escape.rs`.)
 
 use code_runtime::FailureKind;
-use serde_json::json;
+use code_runtime::json;
 
 use crate::*;
 

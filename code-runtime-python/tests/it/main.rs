@@ -112,7 +112,7 @@ impl Announced {
                 async move {
                     let namespace = args.as_u64().ok_or("a namespace inode")?;
                     *slot.lock().unwrap() = Some(namespace);
-                    Ok(serde_json::json!(processes_in(namespace)))
+                    Ok(code_runtime::json!(processes_in(namespace)))
                 }
             }),
         )

@@ -8,11 +8,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use code_runtime::json;
 use code_runtime::provider::ProgramGlobals;
 use code_runtime::{BindingError, CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
 use code_runtime_python::frame::{self, ChildFrame};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig};
-use serde_json::json;
 use tracing::field::{Field, Visit};
 
 /// The transcript block of the protocol document: `host> ` and `child> ` lines.

@@ -3,7 +3,7 @@
 //! isolation modes. Each test names the class it closes; the attacks are members of it.
 
 use code_runtime::FailureKind;
-use serde_json::json;
+use code_runtime::json;
 
 use crate::*;
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::{RunLimits, binding};
 use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
-use serde_json::json;
 
 use crate::*;
 

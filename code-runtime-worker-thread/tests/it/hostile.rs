@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use code_runtime::FailureKind;
-use serde_json::json;
+use code_runtime::json;
 
 use crate::*;
 

@@ -3,8 +3,8 @@
 //! differs is what a V8 fatal error ends and what the budgets count.
 
 use code_runtime::FailureKind;
+use code_runtime::json;
 use code_runtime_worker_thread::{Isolation, WorkerThreadError};
-use serde_json::json;
 
 use crate::*;
 

@@ -1,7 +1,7 @@
 //! JSON Schema, read as the type a program works with ([`Type`]): the subset tool catalogues use,
 //! everything else as [`Type::Unknown`], never an error.
 
-use crate::json::{self, JsonValue};
+use crate::json::{self, JsonMap, JsonValue};
 
 /// A schema nested deeper than this reads as [`Type::Unknown`]: schemas are the host's, but a
 /// generated one can nest without bound, and reading recurses.
@@ -161,7 +161,7 @@ impl Reader<'_> {
     }
 
     /// The type `type` (one or an array) and the keywords beside it say, before any combinator.
-    fn own_type(&mut self, object: &serde_json::Map<String, JsonValue>, depth: usize) -> Type {
+    fn own_type(&mut self, object: &JsonMap, depth: usize) -> Type {
         match object.get("type") {
             Some(JsonValue::String(name)) => self.named_type(name, object, depth),
             Some(JsonValue::Array(names)) => union(
@@ -183,12 +183,7 @@ impl Reader<'_> {
         }
     }
 
-    fn named_type(
-        &mut self,
-        name: &str,
-        object: &serde_json::Map<String, JsonValue>,
-        depth: usize,
-    ) -> Type {
+    fn named_type(&mut self, name: &str, object: &JsonMap, depth: usize) -> Type {
         match name {
             "null" => Type::Null,
             "boolean" => Type::Boolean,
@@ -201,7 +196,7 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&mut self, object: &serde_json::Map<String, JsonValue>, depth: usize) -> Type {
+    fn array(&mut self, object: &JsonMap, depth: usize) -> Type {
         let prefix = object
             .get("prefixItems")
             .or_else(|| object.get("items").filter(|items| items.is_array()))
@@ -226,7 +221,7 @@ impl Reader<'_> {
         }
     }
 
-    fn object(&mut self, object: &serde_json::Map<String, JsonValue>, depth: usize) -> Type {
+    fn object(&mut self, object: &JsonMap, depth: usize) -> Type {
         let required: Vec<&str> = object
             .get("required")
             .and_then(JsonValue::as_array)

@@ -136,16 +136,26 @@ pub fn panicked(label: &str) -> String {
     format!("binding {} panicked", json::quote(label))
 }
 
+/// The most of a program's chosen name a message quotes, in JSON bytes: a forged call can name
+/// a function with megabytes.
+const NAME_BYTES: usize = 200;
+
+/// `label` quoted, cut at [`NAME_BYTES`] with `…`.
+fn quoted_name(label: &str) -> String {
+    let kept = json::truncate(label, NAME_BYTES);
+    if kept.len() == label.len() { json::quote(label) } else { json::quote(&format!("{kept}…")) }
+}
+
 /// A call of a name the request does not declare (only a forged call can make one).
 pub fn unknown_binding(label: &str) -> String {
-    format!("unknown binding {}", json::quote(label))
+    format!("unknown binding {}", quoted_name(label))
 }
 
 /// A call over the run's budget of calls in all ([`Limits::max_calls`](crate::Limits::max_calls)).
 pub fn calls_exhausted(label: &str, limit: u64) -> String {
     format!(
         "binding {} was not called: this run may make at most {limit} binding calls",
-        json::quote(label)
+        quoted_name(label)
     )
 }
 

@@ -211,12 +211,27 @@ impl Calls {
         Ok(())
     }
 
+    /// Answers a call of a function the request does not have ([`Event::Stray`]): it counts
+    /// against the budget of calls in all, like any call, so a flood of them meets it; over the
+    /// budget, the budget's rejection.
+    ///
+    /// [`Event::Stray`]: crate::provider::Event::Stray
+    pub(crate) fn refuse_stray(&mut self, label: &str) -> BindingError {
+        if self.made >= self.budget.calls {
+            let limit = self.budget.calls;
+            return BindingError::new(catalogue::calls_exhausted(label, limit))
+                .with_data(crate::json!({ "budget": "maxCalls", "limit": limit }));
+        }
+        self.made += 1;
+        BindingError::new(catalogue::unknown_binding(label))
+    }
+
     /// Whether the budgets admit one more call of the function at `index`; the catalogued
     /// rejection when they do not.
     fn admit(&self, label: &str, index: usize) -> Result<(), BindingError> {
         let refused = |budget: &str, limit: u64, message: String| {
             Err(BindingError::new(message)
-                .with_data(serde_json::json!({ "budget": budget, "limit": limit })))
+                .with_data(crate::json!({ "budget": budget, "limit": limit })))
         };
         let pending = self.in_flight.len() as u64;
         if self.made >= self.budget.calls {
@@ -260,7 +275,6 @@ fn checked(
         Ok(value) => match json::validate(&value) {
             Ok(()) => Ok(value),
             Err(why) => {
-                json::drop_value(value);
                 tracing::warn!(binding = label, %why, "binding resolved with a value that is not lossless JSON");
                 Err(BindingError::new(catalogue::lossy_resolution(label, &why.to_string())))
             }
@@ -270,7 +284,6 @@ fn checked(
                 match json::validate(&data) {
                     Ok(()) => error = error.with_data(data),
                     Err(why) => {
-                        json::drop_value(data);
                         tracing::warn!(binding = label, %why, "binding rejected with data that is not lossless JSON; the program sees no data");
                     }
                 }

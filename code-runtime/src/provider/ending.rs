@@ -56,6 +56,12 @@ pub enum StopReason {
         /// The run's memory budget, in MiB.
         max_memory_mb: u64,
     },
+    /// What the program made the host hold (frames, values, queued answers, log lines: see
+    /// [`HostMemory`](crate::provider::HostMemory)) outgrew its memory budget (`worker-exit`).
+    HostMemory {
+        /// The run's memory budget, in MiB.
+        max_memory_mb: u64,
+    },
 }
 
 impl Ending {
@@ -89,6 +95,10 @@ impl StopReason {
             StopReason::OutputExceeded => CodeRunFailure::output_limit(0),
             StopReason::OutOfMemory { max_memory_mb } => CodeRunFailure::worker_error(format!(
                 "out of memory: the program exceeded its {max_memory_mb} MB memory budget"
+            )),
+            StopReason::HostMemory { max_memory_mb } => CodeRunFailure::worker_error(format!(
+                "out of memory: what the program handed the host (values, calls, output) \
+                 exceeded its {max_memory_mb} MB memory budget"
             )),
         }
     }

@@ -20,8 +20,8 @@ use crate::provider::dispatch::Calls;
 use crate::provider::hint;
 use crate::provider::report::RunReport;
 use crate::provider::{
-    Admission, BindingTable, CallId, Ending, FunctionId, OutputLedger, ProgramGlobals, RunGate,
-    RunPermit, StopReason, reactor, unfenced, validate_request,
+    Admission, BindingTable, CallId, Ending, FunctionId, HostMemory, LOG_LINE_BYTES, OutputLedger,
+    ProgramGlobals, RunGate, RunPermit, StopReason, reactor, unfenced, validate_request,
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
@@ -68,8 +68,18 @@ pub enum Event {
         id: CallId,
         /// Which function.
         function: FunctionId,
-        /// The argument (JSON `null` when the program passed none).
+        /// The argument (JSON `null` when the program passed none), holding its charge of the
+        /// run's [`HostMemory`] when the substrate made it on the host.
         args: BindingArgs,
+    },
+    /// A call of a function the request does not have, which only a forged frame can make: the
+    /// host answers it with [`Substrate::settle`] (a rejection naming it, cut short) and counts
+    /// it against the run's call budget like any call, so a flood of them ends there.
+    Stray {
+        /// The substrate's id of the call.
+        id: CallId,
+        /// The name the call gave, `global.name`.
+        label: String,
     },
     /// The program settled, or the substrate ended.
     Ended(Ending),
@@ -119,6 +129,10 @@ pub struct Start {
     /// The globals besides the namespaces and error classes (bare functions, `call_tool`, the
     /// request's values), to install in this order.
     pub globals: ProgramGlobals,
+    /// The run's account of host memory: what the substrate holds on the host because of the
+    /// program (a frame being read, the values parsed from it, answers queued for it) is charged
+    /// here first; a refused charge ends the run with [`StopReason::HostMemory`].
+    pub memory: HostMemory,
 }
 
 /// The host side of a provider: its limits, its gate, and the one host loop.
@@ -227,15 +241,24 @@ impl Host {
             }
             let table = Arc::new(BindingTable::new(&bindings));
             let globals = ProgramGlobals::plan(&bindings, values, call_tool);
-            let setup =
-                Start { program, namespaces: bindings, table: table.clone(), limits, globals };
+            let memory =
+                HostMemory::new(usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX));
+            let setup = Start {
+                program,
+                namespaces: bindings,
+                table: table.clone(),
+                limits,
+                globals,
+                memory: memory.clone(),
+            };
             let substrate = match start(setup).await {
                 Ok(substrate) => substrate,
                 Err(ending) => return ledger.settle(ending),
             };
             let running = Running { substrate: Some(substrate), permit: Some(permit) };
             let calls = Calls::new(table, &limits, report.span().clone());
-            drive(running, calls, ledger, stops, &mut report).await
+            let output = Output { ledger, memory };
+            drive(running, calls, output, stops, &mut report).await
         }
         .instrument(span)
         .await;
@@ -289,18 +312,25 @@ impl<S: Substrate> Drop for Running<S> {
     }
 }
 
+/// The run's output as the host holds it: the ledger, and the run's account of host memory that
+/// every line it keeps is charged to.
+struct Output {
+    ledger: OutputLedger,
+    memory: HostMemory,
+}
+
 /// The host loop: feeds the ledger, serves calls, enforces the budgets, and settles.
 async fn drive<S: Substrate>(
     mut running: Running<S>,
     mut calls: Calls,
-    mut ledger: OutputLedger,
+    mut output: Output,
     mut stops: Stops,
     report: &mut RunReport,
 ) -> CodeRunResult {
     let limits = stops.limits;
     let ending = {
         let Some(substrate) = running.substrate.as_mut() else {
-            return ledger.settle(Ending::Failed("the substrate is gone".to_owned()));
+            return output.ledger.settle(Ending::Failed("the substrate is gone".to_owned()));
         };
         let mut compute = ComputeCheck::new(&limits);
         loop {
@@ -313,9 +343,13 @@ async fn drive<S: Substrate>(
                 },
                 event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
                 Some(settled) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
-                    report.settled(settled.id, &settled.outcome, settled.duration);
-                    substrate.settle(settled.id, settled.outcome);
-                    continue;
+                    if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
+                        Step::Stop(StopReason::OutputExceeded)
+                    } else {
+                        report.settled(settled.id, &settled.outcome, settled.duration);
+                        substrate.settle(settled.id, settled.outcome);
+                        continue;
+                    }
                 }
             };
             match step {
@@ -324,10 +358,15 @@ async fn drive<S: Substrate>(
                     break Ending::Stopped(reason);
                 }
                 Step::Event(Event::Log(line)) => {
-                    if admit(&mut ledger, report, line) == Admission::Exceeded {
+                    if let Some(reason) = output.admit(report, line, &limits) {
                         substrate.stop();
-                        break Ending::Stopped(StopReason::OutputExceeded);
+                        break Ending::Stopped(reason);
                     }
+                }
+                Step::Event(Event::Stray { id, label }) => {
+                    let rejected = Err(calls.refuse_stray(&label));
+                    report.settled(id, &rejected, Duration::ZERO);
+                    substrate.settle(id, rejected);
                 }
                 Step::Event(Event::Call { id, function, args }) => {
                     if let Some(names) = calls.table().names(function) {
@@ -350,7 +389,7 @@ async fn drive<S: Substrate>(
     let table = calls.table_handle();
     drop(calls);
     let Some(substrate) = running.substrate.take() else {
-        return ledger.settle(hint::explained(ending, &table));
+        return output.ledger.settle(hint::explained(ending, &table));
     };
     let teardown = substrate.teardown(ending).await;
     let permit = running.permit.take();
@@ -362,19 +401,32 @@ async fn drive<S: Substrate>(
         }),
         None => drop(permit),
     }
+    let mut ending = teardown.ending;
     for line in teardown.logs {
-        let _ = admit(&mut ledger, report, line);
+        if let Some(reason) = output.admit(report, line, &limits) {
+            ending = Ending::Stopped(reason);
+            break;
+        }
     }
-    ledger.settle(hint::explained(teardown.ending, &table))
+    output.ledger.settle(hint::explained(ending, &table))
 }
 
-/// Offers a line to the ledger; one it keeps is an event.
-fn admit(ledger: &mut OutputLedger, report: &RunReport, line: String) -> Admission {
-    let admission = ledger.admit_log(line);
-    if admission == Admission::Admitted {
-        report.log(ledger.logs().last().map_or("", String::as_str));
+impl Output {
+    /// Offers a line to the ledger, charging what the host will hold for it; one it keeps is an
+    /// event. `Some` when the run must stop: the line outgrew the output budget, or the host
+    /// memory it would take.
+    fn admit(&mut self, report: &RunReport, line: String, limits: &Limits) -> Option<StopReason> {
+        if self.memory.keep(line.len().saturating_add(LOG_LINE_BYTES)).is_err() {
+            return Some(StopReason::HostMemory { max_memory_mb: limits.max_memory_mb });
+        }
+        match self.ledger.admit_log(line) {
+            Admission::Admitted => {
+                report.log(self.ledger.logs().last().map_or("", String::as_str));
+                None
+            }
+            Admission::Exceeded => Some(StopReason::OutputExceeded),
+        }
     }
-    admission
 }
 
 enum Step {

@@ -120,9 +120,6 @@ impl OutputLedger {
         }
         let Self { max, used, logs, exceeded } = self;
         if let Some(overflow) = exceeded {
-            if let Ending::Completed(Some(value)) = ending {
-                json::drop_value(value);
-            }
             return limit_result(max, logs, overflow);
         }
         let room = max.saturating_sub(used);
@@ -130,13 +127,11 @@ impl OutputLedger {
             Ok(None) => CodeRunResult::completed(logs, None),
             Ok(Some(value)) => {
                 if json::validate(&value).is_err() {
-                    json::drop_value(value);
                     return failure_within(max, room, logs, CodeRunFailure::invalid_output());
                 }
                 if json::encoded_len(&value, room).is_some() {
                     CodeRunResult::completed(logs, Some(value))
                 } else {
-                    json::drop_value(value);
                     limit_result(max, logs, None)
                 }
             }

@@ -4,15 +4,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use code_runtime::json;
 use code_runtime::{BindingArgs, BindingError, binding, binding_with};
-use serde_json::json;
 
 use crate::nested_arrays;
 
 fn call(
     function: &code_runtime::BindingFunction,
-    args: serde_json::Value,
-) -> Result<serde_json::Value, BindingError> {
+    args: code_runtime::JsonValue,
+) -> Result<code_runtime::JsonValue, BindingError> {
     futures::executor::block_on(function.call(BindingArgs::new(args)))
 }
 
@@ -21,7 +21,7 @@ fn question_mark_converts_common_errors() {
     let parse = binding(|args| async move {
         let text = args["text"].as_str().ok_or("text must be a string")?;
         let value: serde_json::Value = serde_json::from_str(text)?;
-        Ok(value)
+        Ok(value.into())
     });
     assert_eq!(call(&parse, json!({"text": "[1]"})), Ok(json!([1])));
     assert_eq!(call(&parse, json!({})).unwrap_err().message(), "text must be a string");

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use code_runtime::json;
 use code_runtime::{
     CodeBindingNamespace, CodeRunRequest, ContractError, binding, describe, describe_request,
 };
-use serde_json::json;
 
 fn echo() -> code_runtime::BindingFunction {
     binding(|args| async move { Ok(args.into_value()) })

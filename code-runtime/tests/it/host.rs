@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::provider::{Ending, Event, FunctionId};
 use code_runtime::{
     BindingArgs, BindingError, CancellationToken, CodeBindingNamespace, CodeRunRequest,
     CodeRuntime, ContractError, FailureKind, JsonValue, Limits, RunLimits, binding,
 };
-use serde_json::json;
 
 use crate::fake::{FakeProvider, Script};
 use crate::{failed, nested_arrays, ok};

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use code_runtime::json;
 use code_runtime::provider::{Ending, Event, FunctionId};
 use code_runtime::{
     BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest, CodeRuntime,
     ContractError, JsonValue, Limits, binding, describe,
 };
-use serde_json::json;
 
 use crate::fake::{FakeProvider, Script};
 
@@ -228,7 +228,7 @@ fn deep_tree(depth: usize) -> JsonValue {
     // Built by moving, not with `json!`, which would copy (recursively) what it is given.
     let node = |children: Vec<JsonValue>| {
         JsonValue::Object(
-            [("children".to_owned(), JsonValue::Array(children))].into_iter().collect(),
+            [("children".to_owned(), JsonValue::from(children))].into_iter().collect(),
         )
     };
     let mut value = node(Vec::new());

@@ -2,8 +2,9 @@
 //! value) and §5.12 (byte metering), Appendix A (string costs) and Appendix B (number spelling).
 
 use code_runtime::JsonValue;
-use code_runtime::json::{self, LossyJson};
-use serde_json::{Number, json};
+use code_runtime::json;
+use code_runtime::json::LossyJson;
+use code_runtime::json::Number;
 
 use crate::nested_arrays;
 
@@ -88,24 +89,23 @@ fn c136_deep_values_are_validated_metered_encoded_and_dropped_without_recursion(
     let encoded = json::encode(&value);
     assert_eq!(encoded.len(), 2 * depth + 4);
     assert_eq!(&encoded[depth - 1..depth + 5], "[null]");
-    json::drop_value(value);
+    drop(value);
 
-    // Not `json!({"k": object})`: the macro serializes an interpolated value, recursively.
     let mut object = json!(1);
     for _ in 0..depth {
-        let mut map = serde_json::Map::new();
+        let mut map = code_runtime::json::JsonMap::new();
         map.insert("k".to_owned(), object);
         object = JsonValue::Object(map);
     }
     assert_eq!(json::encoded_len(&object, usize::MAX), Some(6 * depth + 1));
-    json::drop_value(object);
+    drop(object);
 }
 
 #[test]
 fn c148_null_in_5000_arrays_meters_10004_bytes() {
     let value = nested_arrays(5_000);
     check_meter(&value, 10_004);
-    json::drop_value(value);
+    drop(value);
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn encode_keeps_insertion_order_and_proto_keys() {
 
 #[test]
 fn encoded_len_stops_early_on_huge_values() {
-    let huge = JsonValue::Array(vec![json!("x".repeat(1_000)); 100_000]);
+    let huge = JsonValue::from(vec![json!("x".repeat(1_000)); 100_000]);
     assert_eq!(json::encoded_len(&huge, 64), None);
     assert_eq!(json::encoded_len(&huge, usize::MAX), Some(2 + 99_999 + 100_000 * 1_002));
 }
@@ -248,7 +248,7 @@ fn wide_values_drop_without_recursion() {
         items.push(nested_arrays(50_000));
     }
     assert_eq!(json::validate(&value), Ok(()));
-    json::drop_value(value);
+    drop(value);
 }
 
 #[test]
@@ -257,16 +257,16 @@ fn c161_c162_lossless_scans_deep_and_wide() {
     assert_eq!(json::validate(&json!({"a": [1, {"b": -0.0}]})), Err(LossyJson::NegativeZero));
     let deep = nested_arrays(100_000);
     assert_eq!(json::validate(&deep), Ok(()));
-    json::drop_value(deep);
+    drop(deep);
 
-    let mut zeros = JsonValue::Array(vec![json!(0); 2_000_000]);
+    let mut zeros = JsonValue::from(vec![json!(0); 2_000_000]);
     assert_eq!(json::validate(&zeros), Ok(()));
     if let JsonValue::Array(items) = &mut zeros {
         items.push(json!(-0.0));
     }
     assert_eq!(json::validate(&zeros), Err(LossyJson::NegativeZero));
 
-    let mut keys: serde_json::Map<String, JsonValue> =
+    let mut keys: code_runtime::json::JsonMap =
         (0..200_000).map(|i| (format!("k{i}"), json!(i))).collect();
     assert_eq!(json::validate(&JsonValue::Object(keys.clone())), Ok(()));
     keys.insert("last".to_owned(), json!(9_007_199_254_740_993u64));
@@ -296,9 +296,8 @@ fn c165_exact_meter_and_encoding() {
 #[test]
 fn c166_early_over_budget() {
     assert_eq!(json::encoded_len(&json!({"data": "x".repeat(1_000_000), "tail": "y"}), 1024), None);
-    assert_eq!(json::encoded_len(&JsonValue::Array(vec![json!(0); 10_000_000]), 1024), None);
-    let ten: serde_json::Map<String, JsonValue> =
-        (0..10).map(|i| (format!("k{i}"), json!(i))).collect();
+    assert_eq!(json::encoded_len(&JsonValue::from(vec![json!(0); 10_000_000]), 1024), None);
+    let ten: code_runtime::json::JsonMap = (0..10).map(|i| (format!("k{i}"), json!(i))).collect();
     assert_eq!(json::encoded_len(&JsonValue::Object(ten), 12), None);
 }
 
@@ -320,12 +319,12 @@ fn c167_string_metering() {
 fn c171_zero_nested_100_000_deep() {
     let mut value = json!(0);
     for _ in 0..100_000 {
-        value = JsonValue::Array(vec![value]);
+        value = JsonValue::from(vec![value]);
     }
     assert_eq!(json::encoded_len(&value, usize::MAX), Some(200_001));
     let encoded = json::encode(&value);
     assert_eq!(encoded, format!("{}0{}", "[".repeat(100_000), "]".repeat(100_000)));
-    json::drop_value(value);
+    drop(value);
 }
 
 #[test]
@@ -425,11 +424,11 @@ fn parse_is_iterative() {
     let text = format!("{}\"leaf\"{}", "[".repeat(depth), "]".repeat(depth));
     let value = json::parse(&text).unwrap();
     assert_eq!(json::encode(&value), text);
-    json::drop_value(value);
+    drop(value);
     let text = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));
     let value = json::parse(&text).unwrap();
     assert_eq!(json::encoded_len(&value, usize::MAX), Some(text.len()));
-    json::drop_value(value);
+    drop(value);
 }
 
 #[test]
@@ -466,4 +465,231 @@ fn a_deep_text_that_fails_late_is_dropped_without_recursion() {
         .join()
         .unwrap();
     assert!(outcome);
+}
+
+/// Runs `check` on a thread with a 256 KiB stack: a walk that recursed once per level of a
+/// 1 000 000-deep value would need hundreds of megabytes.
+fn on_a_small_stack(check: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(check)
+        .expect("a thread")
+        .join()
+        .expect("the check ran to its end");
+}
+
+/// `depth` arrays around an object around `depth` objects, each `{"k": ..}`: both container kinds.
+fn deep_mixed(depth: usize) -> JsonValue {
+    let mut value = json!("leaf");
+    for _ in 0..depth {
+        let mut members = code_runtime::json::JsonMap::new();
+        members.insert("k", value);
+        value = JsonValue::Object(members);
+    }
+    for _ in 0..depth {
+        value = JsonValue::from(vec![value]);
+    }
+    value
+}
+
+#[test]
+fn a_million_deep_value_drops_clones_compares_and_prints_without_recursion() {
+    on_a_small_stack(|| {
+        let depth = 500_000;
+        let value = deep_mixed(depth);
+        let copy = value.clone();
+        assert!(copy == value, "a copy equals its original");
+        let mut other = deep_mixed(depth);
+        assert!(other == value);
+        // One leaf changed, at the bottom: equality finds it.
+        let mut cursor = &mut other;
+        loop {
+            cursor = match cursor {
+                JsonValue::Array(items) => &mut items[0],
+                JsonValue::Object(members) => &mut members[0],
+                leaf => {
+                    *leaf = json!("other");
+                    break;
+                }
+            };
+        }
+        assert!(other != value);
+        let shown = format!("{value}");
+        assert_eq!(shown.len(), 2 * depth + 6 * depth + 6);
+        assert_eq!(format!("{copy:?}"), shown);
+        assert_eq!(json::encode(&value), shown);
+        // The value built from the text is the same value.
+        assert!(json::parse(&shown).unwrap() == value);
+        drop((value, copy, other));
+    });
+}
+
+#[test]
+fn a_deep_value_serializes_as_raw_json_past_the_serde_depth() {
+    on_a_small_stack(|| {
+        let value = nested_arrays(1_000_000);
+        let text = serde_json::to_string(&value).expect("serialized");
+        assert_eq!(text.len(), 2_000_004);
+        assert!(json::parse(&text).unwrap() == value);
+        // A shallow value is serialized structurally, as any serializer sees it.
+        let shallow = json!({"a": [1, 2.5, "x", null, true], "b": {}});
+        assert_eq!(
+            serde_json::to_value(&shallow).unwrap(),
+            serde_json::json!({"a": [1, 2.5, "x", null, true], "b": {}})
+        );
+        // Past the serde depth, `to_value` (which parses the raw text back) refuses; nothing crashes.
+        assert!(serde_json::to_value(&value).is_err());
+        drop(value);
+    });
+}
+
+#[test]
+fn deserializing_refuses_past_the_serde_depth_and_from_value_too() {
+    let shallow =
+        format!("{}1{}", "[".repeat(json::SERDE_DEPTH - 1), "]".repeat(json::SERDE_DEPTH - 1));
+    let value: JsonValue = serde_json::from_str(&shallow).expect("within the depth");
+    assert_eq!(json::encode(&value), shallow);
+    // `serde_json`'s own limit is the same depth.
+    let deep =
+        format!("{}{}", "[".repeat(json::SERDE_DEPTH + 1), "]".repeat(json::SERDE_DEPTH + 1));
+    assert!(serde_json::from_str::<JsonValue>(&deep).is_err());
+
+    // `from_value` reads a value as another type, and counts its levels too.
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Query {
+        q: String,
+        limit: Option<u32>,
+        tags: Vec<String>,
+    }
+    let query: Query = json::from_value(&json!({"q": "rust", "tags": ["a", "b"]})).unwrap();
+    assert_eq!(query, Query { q: "rust".into(), limit: None, tags: vec!["a".into(), "b".into()] });
+    let wrong = json::from_value::<Query>(&json!({"q": 1, "tags": []})).unwrap_err().to_string();
+    assert!(wrong.contains("invalid type: integer `1`, expected a string"), "{wrong}");
+    on_a_small_stack(|| {
+        let deep = nested_arrays(1_000_000);
+        let refused = json::from_value::<serde_json::Value>(&deep).unwrap_err().to_string();
+        assert!(refused.contains("nests more than 128 levels"), "{refused}");
+        let refused = json::from_value::<JsonValue>(&deep).unwrap_err().to_string();
+        assert!(refused.contains("nests more than 128 levels"), "{refused}");
+        drop(deep);
+    });
+}
+
+#[test]
+fn serde_json_values_cross_without_recursion_and_back_within_the_depth() {
+    on_a_small_stack(|| {
+        // A deep `serde_json::Value` would crash its own `Drop`; moving it over takes it apart.
+        let mut deep = serde_json::Value::Null;
+        for _ in 0..1_000_000 {
+            deep = serde_json::Value::Array(vec![deep]);
+        }
+        let copy = JsonValue::from(&deep);
+        let moved = JsonValue::from(deep);
+        assert!(moved == copy && moved == nested_arrays(1_000_000));
+        assert_eq!(
+            moved.to_serde_json().unwrap_err().to_string(),
+            "the value nests more than 128 levels deep"
+        );
+        drop((moved, copy));
+    });
+    let value = json!({"a": [1, {"b": null}], "c": 1u64 << 60});
+    let back = value.to_serde_json().unwrap();
+    assert_eq!(back, serde_json::json!({"a": [1, {"b": null}], "c": 1u64 << 60}));
+    assert!(JsonValue::from(back) == value);
+}
+
+#[test]
+fn a_failed_parse_of_a_deep_prefix_drops_it_without_recursion() {
+    // The red team's text: a finished deep value followed by garbage. The parser holds the value
+    // when it meets the garbage; dropping it then must not recurse.
+    on_a_small_stack(|| {
+        for depth in [40_000, 130_000, 1_000_000] {
+            let text = format!("{}{} x", "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(json::parse(&text), Err(json::ParseError::Syntax { offset: 2 * depth + 1 }));
+            let open =
+                format!("{}{{\"k\":{}1{}", "[".repeat(depth), "[".repeat(depth), "]".repeat(depth));
+            assert!(matches!(json::parse(&open), Err(json::ParseError::Syntax { .. })));
+            let duplicate =
+                format!("{{\"k\":{}1{},\"k\":1}}", "[".repeat(depth), "]".repeat(depth));
+            assert!(matches!(
+                json::parse_strict(&duplicate),
+                Err(json::ParseError::DuplicateKey { .. })
+            ));
+        }
+    });
+}
+
+#[test]
+fn json_macro_interpolates_deep_values_by_copy() {
+    on_a_small_stack(|| {
+        let deep = nested_arrays(1_000_000);
+        let wrapped =
+            json!({ "echoed": deep, "n": [1, 2, deep.clone()], "text": format!("{}", 1 + 1) });
+        assert!(wrapped["echoed"] == deep && wrapped["n"][2] == deep);
+        assert_eq!(wrapped["text"], "2");
+        drop((deep, wrapped));
+    });
+    // Host types go through their `Serialize` impl.
+    #[derive(serde::Serialize)]
+    struct Hit {
+        title: &'static str,
+        score: f64,
+    }
+    let hits = vec![Hit { title: "a", score: 0.5 }];
+    let key = "hits".to_owned();
+    assert_eq!(
+        json::encode(&json!({ (key): hits, "none": null, "nested": {"x": [true, false, -1]}, })),
+        r#"{"hits":[{"title":"a","score":0.5}],"none":null,"nested":{"x":[true,false,-1]}}"#
+    );
+}
+
+#[test]
+fn parse_within_counts_what_the_value_holds_before_making_it() {
+    let zeros = format!("[{}0]", "0,".repeat(100_000));
+    let value = json::parse(&zeros).unwrap();
+    let held = json::held_bytes(&value);
+    assert_eq!(held, (100_001 + 1) * json::VALUE_BYTES);
+    assert!(json::parse_within(&zeros, held).unwrap() == value);
+    assert_eq!(
+        json::parse_within(&zeros, held - 1),
+        Err(json::ParseError::TooLarge { limit: held - 1 })
+    );
+    // Strings and members count their bytes.
+    let object = json!({"key": "value", "list": ["ab"]});
+    let text = json::encode(&object);
+    let held = json::held_bytes(&object);
+    assert_eq!(
+        held,
+        4 * json::VALUE_BYTES
+            + json::OBJECT_BYTES
+            + 2 * json::MEMBER_BYTES
+            + "keyvaluelistab".len()
+    );
+    assert!(json::parse_within(&text, held).is_ok());
+    assert!(json::parse_within(&text, held - 1).is_err());
+    // Two bytes of text make a 32-byte value: a 120 MB line of `0,` is refused early.
+    let flood = format!("[{}0]", "0,".repeat(4_000_000));
+    assert_eq!(
+        json::parse_within(&flood, 1 << 20),
+        Err(json::ParseError::TooLarge { limit: 1 << 20 })
+    );
+}
+
+#[test]
+fn index_and_accessors_read_like_serde_json() {
+    let mut value = json!({"a": [1, {"b": "x"}], "n": 2.5});
+    assert_eq!(value["a"][1]["b"], "x");
+    assert!(value["missing"]["deeper"].is_null());
+    assert_eq!(value.pointer("/a/1/b").and_then(JsonValue::as_str), Some("x"));
+    assert_eq!(value.pointer("/a/01"), None);
+    assert_eq!(value["n"].as_f64(), Some(2.5));
+    value["new"]["inner"] = json!(true);
+    assert_eq!(json::encode(&value), r#"{"a":[1,{"b":"x"}],"n":2.5,"new":{"inner":true}}"#);
+    let members = value.as_object_mut().unwrap();
+    assert_eq!(members.remove("a").map(|a| a.as_array().map(|a| a.len())), Some(Some(2)));
+    assert_eq!(members.keys().collect::<Vec<_>>(), ["n", "new"]);
+    // Objects compare as maps, whatever their order.
+    assert!(json!({"x": 1, "y": 2}) == json!({"y": 2, "x": 1}));
+    assert!(json!({"x": 1}) != json!({"x": 1, "y": 2}));
+    assert!(json!([1, 2]) != json!([2, 1]));
 }

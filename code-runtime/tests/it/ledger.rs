@@ -4,7 +4,6 @@
 use code_runtime::json;
 use code_runtime::provider::{Admission, Ending, OutputLedger, StopReason};
 use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue, Limits};
-use serde_json::json;
 
 use crate::{failed, failure, ok};
 
@@ -104,7 +103,7 @@ fn c066_giant_stack_never_crosses() {
 
 #[test]
 fn c068_large_exact_container() {
-    let value = JsonValue::Array(vec![json!(7); 50_000]);
+    let value = JsonValue::from(vec![json!(7); 50_000]);
     let result = run(67_108_864, &[], returned(value.clone()));
     assert_eq!(result, ok(&[], Some(value)));
 }

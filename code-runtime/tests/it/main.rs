@@ -17,13 +17,12 @@ mod result;
 mod validation;
 
 use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue};
-use serde_json::json;
 
 /// `null` nested in `depth` arrays, built without recursion.
 fn nested_arrays(depth: usize) -> JsonValue {
     let mut value = JsonValue::Null;
     for _ in 0..depth {
-        value = JsonValue::Array(vec![value]);
+        value = JsonValue::from(vec![value]);
     }
     value
 }
@@ -31,20 +30,23 @@ fn nested_arrays(depth: usize) -> JsonValue {
 /// The result a completed run with `logs` and `value` must equal. Results have no public
 /// constructor (the ledger builds them), so expectations are read from their JSON form.
 fn ok(logs: &[&str], value: Option<JsonValue>) -> CodeRunResult {
-    let mut document = json!({ "logs": logs });
+    let mut document = code_runtime::json!({ "logs": logs });
     if let Some(value) = value {
         document["value"] = value;
     }
-    serde_json::from_value(document).expect("a valid result")
+    code_runtime::json::from_value(&document).expect("a valid result")
 }
 
 /// The result a failed run must equal.
 fn failed(logs: &[&str], kind: FailureKind, message: &str) -> CodeRunResult {
-    serde_json::from_value(json!({ "logs": logs, "error": { "kind": kind, "message": message } }))
-        .expect("a valid result")
+    code_runtime::json::from_value(
+        &code_runtime::json!({ "logs": logs, "error": { "kind": kind, "message": message } }),
+    )
+    .expect("a valid result")
 }
 
 /// A failure of `kind` with `message`.
 fn failure(kind: FailureKind, message: &str) -> CodeRunFailure {
-    serde_json::from_value(json!({ "kind": kind, "message": message })).expect("a valid failure")
+    code_runtime::json::from_value(&code_runtime::json!({ "kind": kind, "message": message }))
+        .expect("a valid failure")
 }

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use code_runtime::json;
 use code_runtime::provider::{Ending, Event, FunctionId};
 use code_runtime::{
     BindingArgs, BindingError, CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink,
     FailureKind, JsonValue, Limits, RunEvent, RunLimits, binding,
 };
-use serde_json::json;
 use tracing::span;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;

@@ -1,11 +1,11 @@
 //! The globals beside the namespaces: bare functions, `call_tool`, the request's values. Their
 //! names obey the namespaces' rules, and `call_tool`'s index is unambiguous.
 
+use code_runtime::json;
 use code_runtime::provider::{
     FunctionId, ProgramGlobal, ProgramGlobals, ToolIndex, validate_request,
 };
 use code_runtime::{CodeBindingNamespace, CodeRunRequest, ContractError, binding};
-use serde_json::json;
 
 fn namespace(global: &str, names: &[&str]) -> CodeBindingNamespace {
     names.iter().fold(CodeBindingNamespace::new(global), |namespace, name| {
@@ -101,7 +101,7 @@ fn globals_are_planned_in_installation_order() {
         planned.installed.iter().map(|(name, global)| format!("{name}={global:?}")).collect();
     assert_eq!(
         described,
-        ["z=Function(FunctionId(2))", "call_tool=CallTool", "accountId=Value(String(\"acct\"))"]
+        ["z=Function(FunctionId(2))", "call_tool=CallTool", "accountId=Value(\"acct\")"]
     );
     assert!(planned.tools.is_some());
     let none = ProgramGlobals::plan(&namespaces, [], false);

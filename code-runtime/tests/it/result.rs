@@ -1,8 +1,8 @@
 //! The result vocabulary and its JSON shape (REFERENCE.md §1.5).
 
+use code_runtime::json;
 use code_runtime::provider::{Ending, OutputLedger, StopReason};
 use code_runtime::{CodeRunResult, FailureKind, JsonValue};
-use serde_json::json;
 
 use crate::{failed, failure, nested_arrays, ok};
 
