@@ -3,9 +3,12 @@
 //! Like `tokio_util::codec::LinesCodec`, a decoder without a limit would buffer whatever a peer
 //! sends until memory runs out; the peer here is a program, so the limit is not optional. Unlike
 //! `LinesCodec`, an over-long line is fatal rather than skipped: fd 3 is a dedicated channel whose
-//! honest writer never produces one, so resynchronising would only help a forger.
+//! honest writer never produces one, so resynchronising would only help a forger. The line being
+//! read is also held to what the run may still make the host hold ([`HostMemory`]): a line the
+//! run cannot afford ends it before it is read whole.
 
 use bytes::{BufMut, BytesMut};
+use code_runtime::provider::HostMemory;
 use tokio_util::codec::{Decoder, Encoder};
 
 /// Splits fd-3 traffic into lines (without their `\n`) and writes frames as lines.
@@ -15,6 +18,9 @@ pub struct FrameCodec {
     /// Where to resume the search for `\n`: everything before it has been scanned already, so a
     /// frame arriving in many reads is scanned once, not once per read.
     next_index: usize,
+    /// The run's account of host memory, once a run has the cell: the line being read must fit
+    /// what is left of it.
+    memory: HostMemory,
 }
 
 /// Why the frame stream ended abnormally.
@@ -27,6 +33,9 @@ pub enum FrameError {
         /// The limit in force.
         limit: usize,
     },
+    /// A line longer than the run may make the host hold ([`FrameCodec::charge_to`]).
+    #[error("a frame larger than the run's memory budget allows")]
+    OverBudget,
     /// The channel closed in the middle of a frame: the child died while writing one, or wrote a
     /// last line without its `\n`.
     #[error("the channel closed in the middle of a frame ({len} bytes)")]
@@ -42,7 +51,12 @@ pub enum FrameError {
 impl FrameCodec {
     /// A codec that refuses lines longer than `max_frame_bytes` (the `\n` not counted).
     pub fn new(max_frame_bytes: usize) -> Self {
-        Self { max_frame_bytes, next_index: 0 }
+        Self { max_frame_bytes, next_index: 0, memory: HostMemory::unlimited() }
+    }
+
+    /// From now on, a line must also fit what is left of `memory`, a run's account.
+    pub fn charge_to(&mut self, memory: HostMemory) {
+        self.memory = memory;
     }
 }
 
@@ -64,6 +78,8 @@ impl Decoder for FrameCodec {
             None if buf.len() > self.max_frame_bytes => {
                 Err(FrameError::TooLong { limit: self.max_frame_bytes })
             }
+            // What has arrived of the line is held already; the rest would add to it.
+            None if buf.len() > self.memory.room() => Err(FrameError::OverBudget),
             None => {
                 self.next_index = read_to;
                 Ok(None)
@@ -167,6 +183,18 @@ mod tests {
         assert_eq!(
             feed(&mut codec, &mut buf, b"9"),
             vec![Err("frame longer than 8 bytes".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_line_over_the_runs_memory_is_refused_before_it_ends() {
+        let mut codec = FrameCodec::new(1 << 20);
+        codec.charge_to(HostMemory::new(8));
+        let mut buf = BytesMut::new();
+        assert_eq!(feed(&mut codec, &mut buf, b"12345678\n"), vec![Ok(BytesMut::from("12345678"))]);
+        assert_eq!(
+            feed(&mut codec, &mut buf, b"123456789"),
+            vec![Err("a frame larger than the run's memory budget allows".to_owned())]
         );
     }
 

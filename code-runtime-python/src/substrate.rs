@@ -2,13 +2,17 @@
 //! captured pipes, the whole-cell budgets, and teardown.
 
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use code_runtime::json;
 use code_runtime::provider::{
-    BindingTable, CallId, Ending, Event, Start, StopReason, Substrate, Teardown, catalogue, reactor,
+    BindingTable, CallId, Ending, Event, Held, HostMemory, Start, StopReason, Substrate, Teardown,
+    reactor,
 };
 use code_runtime::{BindingArgs, BindingError, FailureKind, JsonValue, Limits};
 use code_runtime_sandbox::{CellExit, CellIo, CellLimits, WatchedCell};
@@ -31,6 +35,20 @@ const EXIT_GRACE: Duration = Duration::from_millis(100);
 /// cannot keep the host loop from its other branches.
 const FRAMES_PER_POLL: usize = 64;
 
+/// Lines longer than this are parsed on one of the reactor's blocking threads, not in the host
+/// loop: the host loop shares its thread with other runs, and a 100 MB line takes about a second
+/// to parse. Shorter lines (every honest call and log, nearly) parse in place, in microseconds.
+const INLINE_PARSE_BYTES: usize = 256 << 10;
+
+/// How a line from fd 3 read: a frame, junk to drop, or more than the run may make the host hold.
+type Parsed = Result<Option<ChildFrame>, frame::TooLarge>;
+
+/// What the channel gave: a line (parsed), or its end.
+enum Line {
+    Parsed(Parsed),
+    Ended(Ending),
+}
+
 /// The `tracing` target of the wire: every frame either side writes, at `TRACE` level, as
 /// `direction` (`host` or `child`) and `frame`; the prelude as `prelude_bytes`.
 pub(crate) const WIRE: &str = "code_runtime_python::wire";
@@ -42,8 +60,16 @@ pub(crate) struct ChildSubstrate {
     sink: FramedWrite<OwnedWriteHalf, FrameCodec>,
     /// Frames to the child, written by `poll_event` as the socket takes them: never awaited in
     /// place, so a child that stops reading fd 3 cannot stall the host loop, and never taken out
-    /// before the sink accepted them, so none is lost when the loop polls something else.
-    outbox: VecDeque<String>,
+    /// before the sink accepted them, so none is lost when the loop polls something else. Each
+    /// answer holds its charge of the run's host memory until it is written.
+    outbox: VecDeque<(String, Option<Held>)>,
+    /// The run's account of what the host holds because of the program.
+    memory: HostMemory,
+    /// A long line being parsed off the host loop, with the charge of its text; later lines wait
+    /// for it, in order.
+    parsing: Option<(tokio::task::JoinHandle<Parsed>, Held)>,
+    /// Set when an answer could not be queued within the memory budget: the run ends.
+    over_budget: bool,
     writable: bool,
     table: Arc<BindingTable>,
     /// Sent once the child acknowledges `boot`.
@@ -133,7 +159,8 @@ impl Launched {
     }
 
     /// The run's substrate: sends `boot`, then the program once the interpreter acknowledges.
-    pub(crate) fn run(self, config: &PythonConfig, start: Start) -> ChildSubstrate {
+    pub(crate) fn run(mut self, config: &PythonConfig, start: Start) -> ChildSubstrate {
+        self.frames.decoder_mut().charge_to(start.memory.clone());
         let cap = start.limits.output_bytes();
         let boot = frame::boot(
             &start.namespaces,
@@ -147,7 +174,10 @@ impl Launched {
             process: self.process,
             frames: self.frames,
             sink: self.sink,
-            outbox: VecDeque::from([boot]),
+            outbox: VecDeque::from([(boot, None)]),
+            memory: start.memory,
+            parsing: None,
+            over_budget: false,
             writable: true,
             table: start.table,
             program: Some(start.program),
@@ -185,6 +215,9 @@ impl Substrate for ChildSubstrate {
         if let Some(event) = self.poll_memory(cx) {
             return Poll::Ready(event);
         }
+        if self.over_budget {
+            return Poll::Ready(self.host_memory_spent());
+        }
         self.poll_write(cx);
         let event = self.poll_frames(cx).or_else(|| self.poll_pipes(cx));
         // A frame may have queued a reply (an unknown binding).
@@ -196,12 +229,18 @@ impl Substrate for ChildSubstrate {
     }
 
     fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+        if !self.writable {
+            return;
+        }
+        // The answer is the host's, but its size is the program's doing (a rejection quoting what
+        // it passed, a value of what it asked for), and it waits until the child reads it.
         let reply = match &outcome {
             Ok(value) => frame::reply_ok(call, value),
             Err(rejection) => frame::reply_error(call, rejection),
         };
-        if self.writable {
-            self.outbox.push_back(reply);
+        match self.memory.hold(reply.len()) {
+            Ok(held) => self.outbox.push_back((reply, Some(held))),
+            Err(_) => self.over_budget = true,
         }
     }
 
@@ -243,6 +282,14 @@ impl Substrate for ChildSubstrate {
 }
 
 impl ChildSubstrate {
+    /// The ending of a run that made the host hold more than its memory budget; the cell goes.
+    fn host_memory_spent(&mut self) -> Event {
+        self.process.kill();
+        Event::Ended(Ending::Stopped(StopReason::HostMemory {
+            max_memory_mb: self.limits.max_memory_mb,
+        }))
+    }
+
     /// Compares the whole cell's memory with the budget when a look is due.
     fn poll_memory(&mut self, cx: &mut Context<'_>) -> Option<Event> {
         let budget = self.limits.memory_bytes();
@@ -260,7 +307,8 @@ impl ChildSubstrate {
         while self.writable && !self.outbox.is_empty() {
             match sink.as_mut().poll_ready(cx) {
                 Poll::Ready(Ok(())) => {
-                    let frame = self.outbox.pop_front().unwrap_or_default();
+                    // The charge goes as the sink takes the frame.
+                    let (frame, _held) = self.outbox.pop_front().unwrap_or_default();
                     tracing::trace!(target: WIRE, direction = "host", frame = %frame);
                     if sink.as_mut().start_send(frame).is_err() {
                         self.writable = false;
@@ -281,25 +329,15 @@ impl ChildSubstrate {
 
     fn poll_frames(&mut self, cx: &mut Context<'_>) -> Option<Event> {
         for _ in 0..FRAMES_PER_POLL {
-            let line = match self.frames.poll_next_unpin(cx) {
+            let event = match self.poll_parsed(cx) {
+                Poll::Ready(Some(Line::Parsed(Ok(Some(frame))))) => self.on_frame(frame),
+                Poll::Ready(Some(Line::Parsed(Ok(None)))) | Poll::Ready(None) => None,
+                Poll::Ready(Some(Line::Parsed(Err(_)))) => Some(self.host_memory_spent()),
+                Poll::Ready(Some(Line::Ended(ending))) => Some(Event::Ended(ending)),
                 Poll::Pending => return None,
-                Poll::Ready(Some(Ok(line))) => line,
-                Poll::Ready(Some(Err(error @ FrameError::TooLong { .. }))) => {
-                    return Some(Event::Ended(Ending::Failed(format!(
-                        "protocol violation: {error}"
-                    ))));
-                }
-                Poll::Ready(Some(Err(FrameError::Truncated { .. }))) => {
-                    self.truncated = true;
-                    return Some(Event::Ended(Ending::Exited(None)));
-                }
-                Poll::Ready(None | Some(Err(FrameError::Io(_)))) => {
-                    return Some(Event::Ended(Ending::Exited(None)));
-                }
             };
-            tracing::trace!(target: WIRE, direction = "child", frame = %String::from_utf8_lossy(&line));
-            if let Some(event) = ChildFrame::parse(&line).and_then(|frame| self.on_frame(frame)) {
-                return Some(event);
+            if event.is_some() {
+                return event;
             }
         }
         // More may be waiting; come back after the loop's other branches had their turn.
@@ -307,12 +345,65 @@ impl ChildSubstrate {
         None
     }
 
+    /// The next line: one being parsed off the loop when it is done, else the next line read (a
+    /// short one parsed here; a long one handed to a blocking thread, `Ready(None)` meanwhile).
+    fn poll_parsed(&mut self, cx: &mut Context<'_>) -> Poll<Option<Line>> {
+        if let Some((parsing, _held)) = &mut self.parsing {
+            let joined = std::task::ready!(Pin::new(parsing).poll(cx));
+            // The line's charge goes with it; the frame's values are charged as they are kept.
+            self.parsing = None;
+            return Poll::Ready(Some(Line::Parsed(joined.unwrap_or(Ok(None)))));
+        }
+        let line = match self.frames.poll_next_unpin(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(Ok(line))) => line,
+            Poll::Ready(ended) => return Poll::Ready(Some(Line::Ended(self.channel_ended(ended)))),
+        };
+        tracing::trace!(target: WIRE, direction = "child", frame = %String::from_utf8_lossy(&line));
+        // The line is held while it is parsed: what its values may take is what is left.
+        let Ok(held) = self.memory.hold(line.len()) else {
+            return Poll::Ready(Some(Line::Parsed(Err(frame::TooLarge {
+                limit: self.memory.limit(),
+            }))));
+        };
+        let room = self.memory.room();
+        if line.len() <= INLINE_PARSE_BYTES {
+            return Poll::Ready(Some(Line::Parsed(ChildFrame::parse_within(&line, room))));
+        }
+        match reactor::handle() {
+            Ok(reactor) => {
+                let parsing = reactor.spawn_blocking(move || ChildFrame::parse_within(&line, room));
+                self.parsing = Some((parsing, held));
+                Poll::Ready(None)
+            }
+            Err(_) => Poll::Ready(Some(Line::Parsed(ChildFrame::parse_within(&line, room)))),
+        }
+    }
+
+    /// How the channel ended.
+    fn channel_ended(&mut self, ended: Option<Result<bytes::BytesMut, FrameError>>) -> Ending {
+        match ended {
+            Some(Err(error @ FrameError::TooLong { .. })) => {
+                Ending::Failed(format!("protocol violation: {error}"))
+            }
+            Some(Err(FrameError::OverBudget)) => {
+                self.process.kill();
+                Ending::Stopped(StopReason::HostMemory { max_memory_mb: self.limits.max_memory_mb })
+            }
+            Some(Err(FrameError::Truncated { .. })) => {
+                self.truncated = true;
+                Ending::Exited(None)
+            }
+            Some(Ok(_)) | None | Some(Err(FrameError::Io(_))) => Ending::Exited(None),
+        }
+    }
+
     fn on_frame(&mut self, frame: ChildFrame) -> Option<Event> {
         match frame {
             ChildFrame::BootAck => {
                 // The first acknowledgement gets the program; later ones mean nothing.
                 if let Some(program) = self.program.take() {
-                    self.outbox.push_back(frame::run(&program));
+                    self.outbox.push_back((frame::run(&program), None));
                 }
                 None
             }
@@ -337,18 +428,18 @@ impl ChildSubstrate {
     }
 
     fn on_call(&mut self, id: CallId, global: &str, name: &str, args: JsonValue) -> Option<Event> {
-        let args = BindingArgs::new(args);
         if !self.seen.insert(id) {
             return None;
         }
-        match self.table.find(global, name) {
-            Some(function) => Some(Event::Call { id, function, args }),
-            None => {
-                let label = format!("{global}.{name}");
-                let rejection = BindingError::new(catalogue::unknown_binding(&label));
-                self.outbox.push_back(frame::reply_error(id, &rejection));
-                None
-            }
+        let Some(function) = self.table.find(global, name) else {
+            // Named by the program, as long as it likes: the host cuts it in its answer.
+            return Some(Event::Stray { id, label: format!("{global}.{name}") });
+        };
+        // The argument stays on the host while the call waits and runs: it is charged until the
+        // closure lets it go.
+        match self.memory.hold(json::held_bytes(&args)) {
+            Ok(held) => Some(Event::Call { id, function, args: BindingArgs::held(args, held) }),
+            Err(_) => Some(self.host_memory_spent()),
         }
     }
 

@@ -275,6 +275,10 @@ fn console_log(
     match rendered {
         Ok(()) => {
             run.output_left.set(meter.left());
+            // The ledger counts the line as JSON (a `"` is two bytes): a line over the budget
+            // that way crosses only as far as the ledger needs to see it is over.
+            let clipped = code_runtime::json::clip_log(&line, run.bounds.max_output_bytes).len();
+            line.truncate(clipped);
             run.host.send(Event::Log(line));
         }
         Err(Halt::TooLarge) => {

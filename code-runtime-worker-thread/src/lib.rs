@@ -226,12 +226,13 @@ impl CodeRuntime for WorkerThreadCodeRuntime {
         self.host
             .run(request, |start| async {
                 let limits = start.limits;
+                let memory = start.memory.clone();
                 let shape = substrate::shape(&self.config, &limits);
                 let program = substrate::program(start)?;
                 match &self.cells {
                     None => self.thread(shape, program).await.map(Isolate::Thread),
                     Some(cells) => cells
-                        .start(shape, program, limits)
+                        .start(shape, program, limits, memory)
                         .await
                         .map(|cell| Isolate::Cell(Box::new(cell))),
                 }

@@ -7,6 +7,7 @@
 //! watched as a whole; and the program's V8 sees no file, no network and no other process.
 
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -15,10 +16,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use tokio_util::bytes::{Buf, BytesMut};
+use code_runtime::json;
 use code_runtime::provider::{
-    CallId, Ending, Event, Spare, StopReason, Substrate, Teardown, reactor,
+    CallId, Ending, Event, Held, HostMemory, Spare, StopReason, Substrate, Teardown, reactor,
 };
-use code_runtime::{BindingError, JsonValue, Limits};
+use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
 use code_runtime_sandbox::{
     CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment, WatchedCell,
 };
@@ -26,11 +29,11 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::io::AsyncWrite;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::config::WorkerThreadConfig;
 use crate::isolate::{Program, Shape};
-use crate::wire::{self, FromCell};
+use crate::wire::{self, FromCell, Unread};
 use crate::{WorkerThreadError, cell};
 
 /// What a cell may use beyond the run's memory budget before the host stops it: V8 itself (its
@@ -57,6 +60,13 @@ const CHECK_WITHIN: Duration = Duration::from_secs(20);
 
 /// How many frames one poll reads before yielding to the host loop's other branches.
 const FRAMES_PER_POLL: usize = 64;
+
+/// Frames longer than this are parsed on one of the reactor's blocking threads, not in the host
+/// loop, which shares its thread with other runs (a 100 MB frame takes about a second to parse).
+const INLINE_PARSE_BYTES: usize = 256 << 10;
+
+/// How a frame from the cell read.
+type Parsed = Result<FromCell, Unread>;
 
 /// The cells of one provider: the plan every run's cell is started from, and the spare.
 #[derive(Debug)]
@@ -129,17 +139,18 @@ impl Cells {
         shape: Shape,
         program: Program,
         limits: Limits,
+        memory: HostMemory,
     ) -> Result<CellSubstrate, Ending> {
         let wanted = (cell_limits(&limits), shape);
         if wanted == (cell_limits(&self.launcher.limits), self.launcher.shape) {
             if let Some(mut launched) = self.spare.take().await {
                 if (launched.limits, launched.shape) == wanted && launched.process.is_alive() {
-                    return Ok(launched.run(program, limits));
+                    return Ok(launched.run(program, limits, memory));
                 }
                 reactor::spawn(launched.discard());
             }
         }
-        Ok(self.launcher.launch(&limits, shape).await?.run(program, limits))
+        Ok(self.launcher.launch(&limits, shape).await?.run(program, limits, memory))
     }
 
     /// Ends the spare cell before returning.
@@ -189,14 +200,9 @@ impl Launcher {
             }
         };
         let (reader, writer) = stream.into_split();
-        let codec = LengthDelimitedCodec::builder()
-            .length_field_length(wire::LENGTH_BYTES)
-            .big_endian()
-            .max_frame_length(frame_limit(limits))
-            .new_codec();
         Ok(Launched {
             process,
-            frames: FramedRead::new(reader, codec),
+            frames: FramedRead::new(reader, CellFrames::new(frame_limit(limits))),
             writer,
             stderr,
             limits: cell_limits,
@@ -278,6 +284,65 @@ fn frame_limit(limits: &Limits) -> usize {
     limits.output_bytes().max(memory).saturating_add(64 << 10)
 }
 
+/// The cell's frames as the host reads them: a 4-byte length, then that many bytes.
+///
+/// Unlike `LengthDelimitedCodec`, nothing is reserved for the length a frame announces (the cell
+/// chose it): the buffer grows only as bytes arrive. A frame that announces more than the limit,
+/// or more than its run may still make the host hold, ends the run then, before its bytes are
+/// read.
+#[derive(Debug)]
+struct CellFrames {
+    max_frame_bytes: usize,
+    /// The run's account, once a run has the cell.
+    memory: HostMemory,
+}
+
+/// Why the cell's frames could not be read.
+#[derive(Debug)]
+enum CellFrameError {
+    /// A frame announced more than the protocol's limit: a protocol violation.
+    TooLong(usize),
+    /// A frame announced more than the run may make the host hold.
+    OverBudget,
+    /// The channel failed (or ended in the middle of a frame).
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for CellFrameError {
+    fn from(error: std::io::Error) -> Self {
+        CellFrameError::Io(error)
+    }
+}
+
+impl CellFrames {
+    fn new(max_frame_bytes: usize) -> Self {
+        Self { max_frame_bytes, memory: HostMemory::unlimited() }
+    }
+}
+
+impl Decoder for CellFrames {
+    type Item = BytesMut;
+    type Error = CellFrameError;
+
+    fn decode(&mut self, buffer: &mut BytesMut) -> Result<Option<BytesMut>, CellFrameError> {
+        let Some(prefix) = buffer.get(..wire::LENGTH_BYTES) else { return Ok(None) };
+        let mut length = [0u8; wire::LENGTH_BYTES];
+        length.copy_from_slice(prefix);
+        let length = u32::from_be_bytes(length) as usize;
+        if length > self.max_frame_bytes {
+            return Err(CellFrameError::TooLong(self.max_frame_bytes));
+        }
+        if length.saturating_add(wire::LENGTH_BYTES) > self.memory.room() {
+            return Err(CellFrameError::OverBudget);
+        }
+        if buffer.len() < wire::LENGTH_BYTES + length {
+            return Ok(None);
+        }
+        buffer.advance(wire::LENGTH_BYTES);
+        Ok(Some(buffer.split_to(length)))
+    }
+}
+
 /// The host's end of a new channel, the read end of the cell's standard error, and the cell's
 /// descriptors: the channel's other end as fd 3, `/dev/null` as its input and output.
 ///
@@ -325,7 +390,7 @@ fn fatal_in(stderr: &str) -> Option<String> {
 /// A started cell waiting for a run's setup; used by one run at most.
 pub(crate) struct Launched {
     process: WatchedCell,
-    frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    frames: FramedRead<OwnedReadHalf, CellFrames>,
     writer: OwnedWriteHalf,
     stderr: OwnedFd,
     /// What the cell was started with.
@@ -346,11 +411,15 @@ impl Launched {
         self.process.reap().await;
     }
 
-    fn run(self, program: Program, limits: Limits) -> CellSubstrate {
+    fn run(mut self, program: Program, limits: Limits, memory: HostMemory) -> CellSubstrate {
         // What the cell used before the run (V8's initialisation) is not the program's.
         let cpu_before = self.process.cpu_used();
+        self.frames.decoder_mut().memory = memory.clone();
         CellSubstrate {
-            outbox: VecDeque::from([wire::setup(&program)]),
+            outbox: VecDeque::from([(wire::setup(&program), None)]),
+            memory,
+            parsing: None,
+            over_budget: false,
             written: 0,
             writable: true,
             process: self.process,
@@ -370,13 +439,20 @@ impl Launched {
 /// One run's cell, seen from the host.
 pub(crate) struct CellSubstrate {
     process: WatchedCell,
-    frames: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    frames: FramedRead<OwnedReadHalf, CellFrames>,
     writer: OwnedWriteHalf,
     stderr: OwnedFd,
     /// Frames to the cell, written by `poll_event` as the socket takes them (never awaited in
     /// place, so a cell that stops reading cannot stall the host loop); `written` bytes of the
-    /// first are out.
-    outbox: VecDeque<Vec<u8>>,
+    /// first are out. Each answer holds its charge of the run's host memory until written.
+    outbox: VecDeque<(Vec<u8>, Option<Held>)>,
+    /// The run's account of what the host holds because of the program.
+    memory: HostMemory,
+    /// A long frame being parsed off the host loop, with the charge of its bytes; later frames
+    /// wait for it, in order.
+    parsing: Option<(tokio::task::JoinHandle<Parsed>, Held)>,
+    /// Set when an answer could not be queued within the memory budget: the run ends.
+    over_budget: bool,
     written: usize,
     writable: bool,
     cpu_before: Duration,
@@ -396,6 +472,9 @@ impl Substrate for CellSubstrate {
         if let Some(event) = self.poll_memory(cx) {
             return Poll::Ready(event);
         }
+        if self.over_budget {
+            return Poll::Ready(self.host_memory_spent());
+        }
         self.poll_write(cx);
         match self.poll_frames(cx) {
             Some(event) => Poll::Ready(event),
@@ -404,9 +483,14 @@ impl Substrate for CellSubstrate {
     }
 
     fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+        if !self.writable {
+            return;
+        }
+        // The answer waits on the host until the cell reads it.
         let frame = wire::settle(call, outcome);
-        if self.writable {
-            self.outbox.push_back(frame);
+        match self.memory.hold(frame.len()) {
+            Ok(held) => self.outbox.push_back((frame, Some(held))),
+            Err(_) => self.over_budget = true,
         }
     }
 
@@ -449,6 +533,14 @@ impl Substrate for CellSubstrate {
 }
 
 impl CellSubstrate {
+    /// The ending of a run that made the host hold more than its memory budget; the cell goes.
+    fn host_memory_spent(&mut self) -> Event {
+        self.process.kill();
+        Event::Ended(Ending::Stopped(StopReason::HostMemory {
+            max_memory_mb: self.limits.max_memory_mb,
+        }))
+    }
+
     /// Compares the whole cell's memory with the budget and V8's own needs when a look is due.
     /// V8's heap limit and the ArrayBuffer allocator hold the program to its budget inside the
     /// cell; this catches what they do not see (V8's own zones and tables, a
@@ -466,7 +558,7 @@ impl CellSubstrate {
     /// Writes queued frames as far as the socket takes them.
     fn poll_write(&mut self, cx: &mut Context<'_>) {
         while self.writable {
-            let Some(frame) = self.outbox.front() else { return };
+            let Some((frame, _)) = self.outbox.front() else { return };
             match Pin::new(&mut self.writer).poll_write(cx, &frame[self.written..]) {
                 Poll::Ready(Ok(written)) if written > 0 => {
                     self.written += written;
@@ -487,31 +579,30 @@ impl CellSubstrate {
 
     fn poll_frames(&mut self, cx: &mut Context<'_>) -> Option<Event> {
         for _ in 0..FRAMES_PER_POLL {
-            let payload = match self.frames.poll_next_unpin(cx) {
+            let parsed = match self.poll_parsed(cx) {
+                Poll::Ready(Ok(Some(parsed))) => parsed,
+                Poll::Ready(Ok(None)) => continue,
+                Poll::Ready(Err(ending)) => return Some(Event::Ended(ending)),
                 Poll::Pending => return None,
-                Poll::Ready(Some(Ok(payload))) => payload,
-                Poll::Ready(Some(Err(error)))
-                    if error.kind() == std::io::ErrorKind::InvalidData =>
-                {
-                    return Some(Event::Ended(Ending::Failed(format!(
-                        "protocol violation: {error}"
-                    ))));
-                }
-                Poll::Ready(None | Some(Err(_))) => {
-                    return Some(Event::Ended(Ending::Exited(None)));
-                }
             };
-            match wire::from_cell(&payload, self.limits.max_memory_mb) {
+            match parsed {
                 // Each id is answered once; a repeated one (a compromised cell's) is ignored.
-                Ok(FromCell::Event(Event::Call { id, args, .. })) if !self.seen.insert(id) => {
-                    drop(args);
+                Ok(FromCell::Event(Event::Call { id, .. })) if !self.seen.insert(id) => {}
+                Ok(FromCell::Event(Event::Call { id, function, args })) => {
+                    // The argument stays on the host while the call waits and runs.
+                    let args = args.into_value();
+                    return Some(match self.memory.hold(json::held_bytes(&args)) {
+                        Ok(held) => Event::Call { id, function, args: BindingArgs::held(args, held) },
+                        Err(_) => self.host_memory_spent(),
+                    });
                 }
                 Ok(FromCell::Event(event)) => {
                     self.ended |= matches!(event, Event::Ended(_));
                     return Some(event);
                 }
                 Ok(FromCell::Fatal(text)) => self.fatal = Some(text),
-                Err(why) => {
+                Err(Unread::TooLarge) => return Some(self.host_memory_spent()),
+                Err(Unread::Malformed(why)) => {
                     return Some(Event::Ended(Ending::Failed(format!(
                         "protocol violation: {why}"
                     ))));
@@ -523,6 +614,56 @@ impl CellSubstrate {
         None
     }
 
+    /// The next frame: one being parsed off the loop when it is done, else the next one read (a
+    /// short one parsed here; a long one handed to a blocking thread, `Ok(None)` meanwhile).
+    /// `Err` is how the channel ended.
+    fn poll_parsed(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Parsed>, Ending>> {
+        if let Some((parsing, _held)) = &mut self.parsing {
+            let joined = std::task::ready!(Pin::new(parsing).poll(cx));
+            // The frame's charge goes with it; its values are charged as they are kept.
+            self.parsing = None;
+            let parsed = joined.unwrap_or_else(|_| Err(Unread::Malformed("a lost parse".into())));
+            return Poll::Ready(Ok(Some(parsed)));
+        }
+        let payload = match self.frames.poll_next_unpin(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(Ok(payload))) => payload,
+            Poll::Ready(Some(Err(CellFrameError::TooLong(limit)))) => {
+                return Poll::Ready(Err(Ending::Failed(format!(
+                    "protocol violation: a frame longer than {limit} bytes"
+                ))));
+            }
+            Poll::Ready(Some(Err(CellFrameError::OverBudget))) => {
+                self.process.kill();
+                return Poll::Ready(Err(Ending::Stopped(StopReason::HostMemory {
+                    max_memory_mb: self.limits.max_memory_mb,
+                })));
+            }
+            Poll::Ready(Some(Err(CellFrameError::Io(error)))) => {
+                tracing::debug!(%error, "the V8 cell's channel failed");
+                return Poll::Ready(Err(Ending::Exited(None)));
+            }
+            Poll::Ready(None) => return Poll::Ready(Err(Ending::Exited(None))),
+        };
+        // The payload is held while it is parsed: what its values may take is what is left.
+        let Ok(held) = self.memory.hold(payload.len()) else {
+            return Poll::Ready(Ok(Some(Err(Unread::TooLarge))));
+        };
+        let (len, room, max_memory_mb) =
+            (payload.len(), self.memory.room(), self.limits.max_memory_mb);
+        let parse = move || wire::from_cell_within(&payload, max_memory_mb, room);
+        if len <= INLINE_PARSE_BYTES {
+            return Poll::Ready(Ok(Some(parse())));
+        }
+        match reactor::handle() {
+            Ok(reactor) => {
+                self.parsing = Some((reactor.spawn_blocking(parse), held));
+                Poll::Ready(Ok(None))
+            }
+            Err(_) => Poll::Ready(Ok(Some(parse()))),
+        }
+    }
+
     /// Reads the lines a killed cell wrote before it died, until its channel ends.
     async fn drain(&mut self) {
         let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
@@ -530,8 +671,9 @@ impl CellSubstrate {
             let next = reactor::enter(|| tokio::time::timeout_at(deadline, self.frames.next()));
             match next.await {
                 Ok(Some(Ok(payload))) => {
+                    let room = self.memory.room();
                     if let Ok(FromCell::Event(Event::Log(line))) =
-                        wire::from_cell(&payload, self.limits.max_memory_mb)
+                        wire::from_cell_within(&payload, self.limits.max_memory_mb, room)
                     {
                         self.logs.push(line);
                     }

@@ -195,10 +195,40 @@ fn object_of<const N: usize>(entries: [(&str, JsonValue); N]) -> JsonValue {
 /// Why a frame could not be read.
 pub(crate) type Malformed = String;
 
+/// Why a frame from the cell was not read.
+#[derive(Debug)]
+pub(crate) enum Unread {
+    /// It is not a frame of this protocol.
+    Malformed(Malformed),
+    /// Its values would hold more host memory than the run may still make the host hold.
+    TooLarge,
+}
+
 /// Reads a frame from the cell. `max_memory_mb` is the run's, for an out-of-memory ending.
 pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, Malformed> {
-    let (key, mut body) = message(payload)?;
-    match key.as_str() {
+    from_cell_within(payload, max_memory_mb, usize::MAX).map_err(|unread| match unread {
+        Unread::Malformed(why) => why,
+        Unread::TooLarge => "a frame too large to hold".to_owned(),
+    })
+}
+
+/// [`from_cell`], its values held to `max_held` bytes of host memory
+/// ([`json::parse_within`]).
+pub(crate) fn from_cell_within(
+    payload: &[u8],
+    max_memory_mb: u64,
+    max_held: usize,
+) -> Result<FromCell, Unread> {
+    let (key, mut body) = message(payload, max_held)?;
+    read_from_cell(&key, &mut body, max_memory_mb).map_err(Unread::Malformed)
+}
+
+fn read_from_cell(
+    key: &str,
+    body: &mut JsonValue,
+    max_memory_mb: u64,
+) -> Result<FromCell, Malformed> {
+    match key {
         "log" => match body.take() {
             JsonValue::String(line) => Ok(FromCell::Event(Event::Log(line))),
             _ => Err("a log frame without a line".to_owned()),
@@ -208,7 +238,7 @@ pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, 
             _ => Err("a fatal frame without a text".to_owned()),
         },
         "call" => {
-            let args = take(&mut body, "args");
+            let args = take(body, "args");
             let id = body.get("id").and_then(JsonValue::as_u64);
             let function = body.get("function").and_then(JsonValue::as_u64);
             match (id, function.and_then(|f| u32::try_from(f).ok()), args) {
@@ -220,7 +250,7 @@ pub(crate) fn from_cell(payload: &[u8], max_memory_mb: u64) -> Result<FromCell, 
                 _ => Err("a call frame without its id, function or arguments".to_owned()),
             }
         }
-        "end" => ending(&mut body, max_memory_mb).map(|e| FromCell::Event(Event::Ended(e))),
+        "end" => ending(body, max_memory_mb).map(|e| FromCell::Event(Event::Ended(e))),
         other => Err(format!("an unknown frame {}", json::quote(other))),
     }
 }
@@ -252,7 +282,10 @@ fn ending(body: &mut JsonValue, max_memory_mb: u64) -> Result<Ending, Malformed>
 
 /// Reads a frame from the host.
 pub(crate) fn to_cell(payload: &[u8]) -> Result<ToCell, Malformed> {
-    let (key, mut body) = message(payload)?;
+    let (key, mut body) = message(payload, usize::MAX).map_err(|unread| match unread {
+        Unread::Malformed(why) => why,
+        Unread::TooLarge => "a frame too large to hold".to_owned(),
+    })?;
     match key.as_str() {
         "setup" => program(&body).map(ToCell::Setup),
         "prepare" => shape(&body).map(ToCell::Prepare),
@@ -381,17 +414,23 @@ fn shape(body: &JsonValue) -> Result<Shape, Malformed> {
     })
 }
 
-/// The one key of a message and its body.
-fn message(payload: &[u8]) -> Result<(String, JsonValue), Malformed> {
-    let text = std::str::from_utf8(payload).map_err(|_| "a frame that is not UTF-8".to_owned())?;
-    let value = json::parse(text).map_err(|error| format!("a frame that is not JSON: {error}"))?;
+/// The one key of a message and its body, its values held to `max_held` bytes.
+fn message(payload: &[u8], max_held: usize) -> Result<(String, JsonValue), Unread> {
+    let malformed = |why: String| Unread::Malformed(why);
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| malformed("a frame that is not UTF-8".to_owned()))?;
+    let value = match json::parse_within(text, max_held) {
+        Ok(value) => value,
+        Err(json::ParseError::TooLarge { .. }) => return Err(Unread::TooLarge),
+        Err(error) => return Err(malformed(format!("a frame that is not JSON: {error}"))),
+    };
     let JsonValue::Object(object) = value else {
-        return Err("a frame that is not an object".to_owned());
+        return Err(malformed("a frame that is not an object".to_owned()));
     };
     let mut entries = object.into_iter();
     match (entries.next(), entries.next()) {
         (Some((key, body)), None) => Ok((key, body)),
-        _ => Err("a frame that is not one message".to_owned()),
+        _ => Err(malformed("a frame that is not one message".to_owned())),
     }
 }
 

@@ -261,6 +261,22 @@ pub fn truncate(text: &str, budget: usize) -> &str {
     &text[..end]
 }
 
+/// The part of a log line a substrate sends when the line alone is over the output budget
+/// `max_output_bytes`: the shortest prefix whose JSON string (quotes aside) is over it, so the
+/// ledger reports the same `output-limit` (and keeps the same prefix of it) as it would for the
+/// whole line, and nothing longer crosses. A line within the budget is returned whole. The
+/// Python child's bootstrap applies the same rule (`_clip`); the V8 isolate applies this one.
+pub fn clip_log(line: &str, max_output_bytes: usize) -> &str {
+    let Some(fits) = max_output_bytes.checked_add(2) else { return line };
+    if string_len(line) <= fits {
+        return line;
+    }
+    // The longest prefix that fits, and one character more.
+    let kept = truncate(line, fits).len();
+    let next = line[kept..].chars().next().map_or(0, char::len_utf8);
+    &line[..kept + next]
+}
+
 /// [`string_len`], or `None` as soon as it is known to exceed `budget`.
 fn string_len_within(text: &str, budget: usize) -> Option<usize> {
     // Every byte costs at least one, so a text longer than the budget needs no scan.

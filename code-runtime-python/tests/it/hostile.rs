@@ -202,3 +202,131 @@ fn many_concurrent_runs() {
         assert_eq!(value(&result), &json!(190));
     }
 }
+
+/// The host's refusal of a run that made it hold too much.
+const HOST_MEMORY: &str = "what the program handed the host (values, calls, output) exceeded its";
+
+#[test]
+fn a_deep_value_followed_by_garbage_on_fd_3_is_dropped_without_recursion() {
+    // The parser holds a finished deep value when it meets the garbage after it: dropping it must
+    // not recurse (130 000 levels killed the command line, 40 000 the MCP server's workers).
+    let program = r#"
+import os
+for n in (40_000, 130_000, 1_000_000):
+    os.write(3, ("[" * n + "]" * n + " x\n").encode())
+    os.write(3, ('{"type":"call","id":%d,"global":"tools","name":"echo","args":' % n + "[" * n + "]" * n + "}}\n").encode())
+    os.write(3, ('{"type":"done","value":' + "{\"k\":" * n + "1" + "}" * n + "]}\n").encode())
+return "survived"
+"#;
+    let (echo_counted, calls) = counted(json!(1));
+    let result = run(program, vec![tools().function("echo", echo_counted)]);
+    assert_eq!(value(&result), &json!("survived"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "none was a frame");
+}
+
+#[test]
+fn a_million_deep_value_crosses_both_ways() {
+    let program = r#"
+import os
+n = 1_000_000
+deep = "[" * n + "]" * n
+os.write(3, ('{"type":"call","id":1,"global":"tools","name":"echo","args":' + deep + '}\n').encode())
+reply = b""
+while not reply.endswith(b"\n"):
+    reply += os.read(3, 1 << 20)
+os.write(3, ('{"type":"done","value":' + deep + '}\n').encode())
+while True:
+    pass
+"#;
+    let result = run(program, vec![tools().function("echo", echo())]);
+    let expected = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    assert_eq!(json::encode(value(&result)), expected);
+}
+
+#[test]
+fn a_120_mb_line_of_zeros_is_held_to_the_memory_budget() {
+    // Two bytes of text, `0,`, make a 32-byte value: parsed whole, this line took 4.3 GB of host
+    // memory under a 256 MB budget. It is now charged as it is read and parsed.
+    let runtime = runtime(Limits { max_memory_mb: 256, ..Limits::default() });
+    let program = r#"
+import os
+os.write(3, b'{"type":"done","value":[')
+chunk = b"0," * (1 << 20)
+for _ in range(60):
+    os.write(3, chunk)
+os.write(3, b'0]}\n')
+return 1
+"#;
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let (kind, message) = failure(&result).expect("a failure");
+    assert_eq!(kind, "worker-exit");
+    assert!(message.contains(HOST_MEMORY) && message.contains("256 MB"), "{message}");
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+}
+
+#[test]
+fn a_line_longer_than_the_memory_budget_ends_the_run_as_it_arrives() {
+    let runtime = runtime(Limits { max_memory_mb: 16, ..Limits::default() });
+    let program = "import os\nchunk = b'x' * (1 << 20)\nfor _ in range(40):\n    os.write(3, chunk)\nreturn 1";
+    let (kind, message) = failure(&run_on(&runtime, CodeRunRequest::new(program))).unwrap();
+    assert_eq!(kind, "worker-exit");
+    assert!(message.contains(HOST_MEMORY), "{message}");
+}
+
+#[test]
+fn calls_of_unknown_bindings_are_counted_and_their_answers_bounded() {
+    // 40 forged calls whose names are 8 MB each, never read: the answers used to repeat each name
+    // and queue without bound. They now count against the call budget, and each answer quotes at
+    // most 200 bytes of the name.
+    let runtime = runtime(Limits { max_calls: 5, ..Limits::default() });
+    let program = r#"
+import os
+name = "n" * (8 << 20)
+for i in range(40):
+    os.write(3, ('{"type":"call","id":%d,"global":"tools","name":"%s","args":null}\n' % (1000 + i, name)).encode())
+answers = b""
+while answers.count(b"\n") < 40:
+    answers += os.read(3, 1 << 20)
+lines = answers.decode().splitlines()
+return [len(answers), sum("unknown binding" in line for line in lines), sum("at most 5 binding calls" in line for line in lines)]
+"#;
+    let result = run_on(&runtime, CodeRunRequest { bindings: vec![tools()], ..CodeRunRequest::new(program) });
+    let counts = value(&result);
+    assert_eq!((&counts[1], &counts[2]), (&json!(5), &json!(35)), "{counts}");
+    assert!(counts[0].as_u64().unwrap() < 40 * 400, "{counts}");
+}
+
+#[test]
+fn answers_a_program_never_reads_are_held_to_the_memory_budget() {
+    // Each call is answered with 4 MB; the program makes 200 and never reads fd 3.
+    let runtime = runtime(Limits { max_memory_mb: 64, ..Limits::default() });
+    let big = binding(|_| async move { Ok(json!("x".repeat(4 << 20))) });
+    let program = r#"
+import os
+for i in range(200):
+    os.write(3, b'{"type":"call","id":%d,"global":"tools","name":"big","args":null}\n' % i)
+import time
+time.sleep(30)
+return 1
+"#;
+    let request = CodeRunRequest {
+        bindings: vec![tools().function("big", big)],
+        ..CodeRunRequest::new(program)
+    };
+    let (kind, message) = failure(&run_on(&runtime, request)).unwrap();
+    assert_eq!(kind, "worker-exit");
+    assert!(message.contains(HOST_MEMORY), "{message}");
+}
+
+#[test]
+fn many_empty_lines_are_charged_per_line() {
+    // 22 million empty lines fit a 64 MiB output budget; each costs the host a string of its own.
+    let runtime = runtime(Limits { max_memory_mb: 32, ..Limits::default() });
+    let program = "import os\nfor _ in range(2_000_000):\n    os.write(3, b'{\"type\":\"log\",\"text\":\"\"}\\n')\nreturn 1";
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let (kind, message) = failure(&result).unwrap();
+    assert_eq!(kind, "worker-exit");
+    assert!(message.contains(HOST_MEMORY), "{message}");
+    // What was admitted before the budget ran out is kept, and it fits it.
+    assert!(!result.logs().is_empty() && result.logs().len() < (32 << 20) / 64);
+}

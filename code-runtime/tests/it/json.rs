@@ -693,3 +693,17 @@ fn index_and_accessors_read_like_serde_json() {
     assert!(json!({"x": 1}) != json!({"x": 1, "y": 2}));
     assert!(json!([1, 2]) != json!([2, 1]));
 }
+
+#[test]
+fn an_over_budget_log_line_is_clipped_to_the_shortest_prefix_over_it() {
+    assert_eq!(json::clip_log("abc", 5), "abc");
+    assert_eq!(json::clip_log("abcde", 5), "abcde");
+    assert_eq!(json::clip_log("abcdef", 5), "abcdef", "six bytes: the shortest over five");
+    assert_eq!(json::clip_log("abcdefgh", 5), "abcdef");
+    // Quotes cost two bytes each, as the ledger counts them: 40 million of them are 80 MB.
+    let quotes = "\"".repeat(40_000_000);
+    let clipped = json::clip_log(&quotes, 64 << 20);
+    assert_eq!(clipped.len(), (32 << 20) + 1);
+    assert_eq!(json::string_len(clipped), (64 << 20) + 4);
+    assert_eq!(json::clip_log("ééé", 3), "éé", "cut at a character");
+}
