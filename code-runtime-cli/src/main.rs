@@ -39,10 +39,10 @@ fn one_line(message: &str) -> String {
 
 const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
 [--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
-[--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
+[--record-max-bytes N] [--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
 code-runtime bench [--language typescript|python|all] [--quick] [--json]\n       \
 code-runtime describe --bindings FILE [--language typescript|python]\n       \
-code-runtime mcp --config FILE [--http ADDR] [--record FILE]";
+code-runtime mcp --config FILE [--http ADDR] [--record FILE] [--record-max-bytes N]";
 
 const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
 
@@ -52,7 +52,7 @@ usage:
   code-runtime describe --bindings FILE [--language typescript|python]
                                          print the TypeScript declarations (default) or Python
                                          stubs the model should read about the bindings
-  code-runtime mcp --config FILE [--http ADDR] [--record FILE]
+  code-runtime mcp --config FILE [--http ADDR] [--record FILE] [--record-max-bytes N]
                                          serve code mode over MCP (stdio, or streamable HTTP
                                          at http://ADDR/mcp): run_code over the config's
                                          upstream MCP servers {\"servers\": {\"ns\": {\"command\":
@@ -71,10 +71,14 @@ run options:
                                  \"maxCallsPerFunction\", \"maxPendingCalls\"}; flags override
   --timeout-ms N                 wall-clock ceiling (default 600000)
   --compute-ms N                 CPU budget (default 60000)
-  --memory-mb N                  memory budget (default 512)
+  --memory-mb N                  memory budget (default 512); what the program makes the host hold
+                                 (values, calls, output) is held to it as well
   --max-output-bytes N           output budget over logs plus value or message (default 67108864)
   --record FILE                  one JSON line per binding call
-                                 {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"}
+                                 {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"},
+                                 written as calls settle, nothing kept
+  --record-max-bytes N           the record file's bound (default 1073741824): a call whose line
+                                 would pass it ends the run as output-limit
   --events FILE                  one JSON line per event while the program runs (`-`: stderr): log, call,
                                  settled, end
   --max-calls N                  binding calls a run may make (default 10000); more reject

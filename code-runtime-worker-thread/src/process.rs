@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tokio_util::bytes::{Buf, BytesMut};
 use code_runtime::json;
 use code_runtime::provider::{
     CallId, Ending, Event, Held, HostMemory, Spare, StopReason, Substrate, Teardown, reactor,
@@ -29,6 +28,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::io::AsyncWrite;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::config::WorkerThreadConfig;
@@ -592,7 +592,9 @@ impl CellSubstrate {
                     // The argument stays on the host while the call waits and runs.
                     let args = args.into_value();
                     return Some(match self.memory.hold(json::held_bytes(&args)) {
-                        Ok(held) => Event::Call { id, function, args: BindingArgs::held(args, held) },
+                        Ok(held) => {
+                            Event::Call { id, function, args: BindingArgs::held(args, held) }
+                        }
                         Err(_) => self.host_memory_spent(),
                     });
                 }

@@ -30,6 +30,11 @@ const DESCRIPTION_BUDGET: usize = 24 * 1024;
 /// How many matches `search_tools` returns at most.
 const SEARCH_RESULTS: usize = 20;
 
+/// How many of a run's log lines go out as notifications; the rest are counted in one last
+/// notification (the result has every line). A program that prints millions of lines would
+/// otherwise send the client millions of messages, each a copy held until it is sent.
+const LOG_NOTIFICATIONS: usize = 1000;
+
 /// The providers a server runs programs on, by language, in the config's order.
 pub(crate) type Runtimes = Vec<(String, Arc<dyn CodeRuntime>)>;
 
@@ -110,7 +115,9 @@ impl CodeModeServer {
         // Logs go out as notifications, in order, each before the result: the sink only queues
         // them (it runs inside the host loop), this task sends them, and the result waits for
         // the end of the queue.
+        // At most `LOG_NOTIFICATIONS` lines are queued (a copy each); the rest only counted.
         let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
+        let lines = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let sending = {
             let peer = context.peer.clone();
             let inner = self.inner.clone();
@@ -129,10 +136,12 @@ impl CodeModeServer {
             })
         };
         let sink = {
-            let queue = queue.clone();
+            let (queue, lines) = (queue.clone(), lines.clone());
             EventSink::new(move |event| {
                 if let RunEvent::Log { line } = event {
-                    let _ = queue.send(Some(line.to_owned()));
+                    if lines.fetch_add(1, Ordering::Relaxed) < LOG_NOTIFICATIONS {
+                        let _ = queue.send(Some(line.to_owned()));
+                    }
                 }
             })
         };
@@ -143,6 +152,13 @@ impl CodeModeServer {
             ..self.inner.catalogue.request(code.to_owned())
         };
         let result = runtime.run(request).await;
+        let printed = lines.load(Ordering::Relaxed);
+        if printed > LOG_NOTIFICATIONS {
+            let more = printed - LOG_NOTIFICATIONS;
+            let _ = queue.send(Some(format!(
+                "… {more} more lines, not sent as notifications: the result holds every line"
+            )));
+        }
         let _ = queue.send(None);
         let _ = sending.await;
         let result = result.map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;

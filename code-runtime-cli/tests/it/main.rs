@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod hostile;
 mod mcp;
 
 fn binary() -> Command {

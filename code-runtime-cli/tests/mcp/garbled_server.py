@@ -1,7 +1,9 @@
 """A hostile upstream MCP server, speaking raw JSON-RPC over stdio: `deep` answers with a result
 nested 100 000 levels, `garbage` with a line that is not JSON, `silent` never answers, `ok`
 answers. A program's calls to the first three must reject within the server's `timeoutMs`,
-never hang the run, and `ok` must still work after them."""
+never hang the run, and `ok` must still work after them. `deep_text` answers with a text that
+is a 100 000-deep JSON value followed by garbage, `deep_value` with the value alone: the host
+parses such text without recursion (a string and a deep value)."""
 
 import json
 import sys
@@ -16,7 +18,8 @@ def result(ident, value):
     send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": value}))
 
 
-TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("deep", "garbage", "silent", "ok")]
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}}
+         for name in ("deep", "garbage", "silent", "ok", "deep_text", "deep_value")]
 
 for line in sys.stdin:
     message = json.loads(line)
@@ -41,5 +44,9 @@ for line in sys.stdin:
             send("this is not JSON {")
         elif name == "ok":
             result(ident, {"content": [{"type": "text", "text": "fine"}]})
+        elif name in ("deep_text", "deep_value"):
+            levels = 100000
+            text = "[" * levels + "]" * levels + (" x" if name == "deep_text" else "")
+            result(ident, {"content": [{"type": "text", "text": text}]})
     else:
         send(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no"}}))

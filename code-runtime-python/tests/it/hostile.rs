@@ -290,7 +290,10 @@ while answers.count(b"\n") < 40:
 lines = answers.decode().splitlines()
 return [len(answers), sum("unknown binding" in line for line in lines), sum("at most 5 binding calls" in line for line in lines)]
 "#;
-    let result = run_on(&runtime, CodeRunRequest { bindings: vec![tools()], ..CodeRunRequest::new(program) });
+    let result = run_on(
+        &runtime,
+        CodeRunRequest { bindings: vec![tools()], ..CodeRunRequest::new(program) },
+    );
     let counts = value(&result);
     assert_eq!((&counts[1], &counts[2]), (&json!(5), &json!(35)), "{counts}");
     assert!(counts[0].as_u64().unwrap() < 40 * 400, "{counts}");

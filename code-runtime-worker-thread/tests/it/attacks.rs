@@ -253,3 +253,65 @@ fn webassembly_is_absent_unless_allowed() {
         &json!("function")
     );
 }
+
+#[test]
+fn a_line_over_the_budget_in_json_is_clipped_in_the_isolate_as_the_ledger_counts_it() {
+    // 40 million `"` are 40 MB raw and 80 MB as JSON: the line used to cross whole and meet the
+    // host's ledger there. Now the isolate clips it to what the ledger needs to see, and both
+    // modes, and Python, give the same result.
+    let limits = Limits { max_output_bytes: 1 << 20, ..Limits::default() };
+    let program = "console.log('\"'.repeat(40_000_000)); return 1";
+    let mut results = Vec::new();
+    for runtime in both(limits) {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        assert_eq!(failure(&result).map(|(kind, _)| kind), Some("output-limit"));
+        results.push(result.to_json());
+    }
+    assert_eq!(results[0], results[1]);
+    assert!(results[0].len() < (1 << 20) + 100, "the result fits the budget");
+}
+
+#[test]
+fn deep_values_crossing_as_the_wall_clock_fires_do_not_reach_the_hosts_stack() {
+    // A 150 000-deep value finishing its conversion as the wall clock fires, and an un-awaited
+    // call with one: every partial value is dropped, in whatever thread, without recursion.
+    let programs = [
+        "let v: unknown = null; for (let i = 0; i < 150_000; i++) v = [v]; return v",
+        "let v: unknown = null; for (let i = 0; i < 150_000; i++) v = [v]; tools.echo(v); tools.echo(v); return 1",
+        "let v: unknown = null; for (let i = 0; i < 150_000; i++) v = { k: v }; await tools.echo(v); return v",
+    ];
+    for isolation_runtime in both(Limits::default()) {
+        for program in programs {
+            for wall in [5, 20, 40, 80, 160, 400, 5_000] {
+                let request =
+                    CodeRunRequest::new(program).binding(tools().function("echo", echo())).limits(
+                        code_runtime::RunLimits { max_wall_ms: Some(wall), ..Default::default() },
+                    );
+                let result = run_on(&isolation_runtime, request);
+                let kind = failure(&result).map(|(kind, _)| kind);
+                assert!(
+                    matches!(kind, None | Some("timeout")),
+                    "{}: {program} at {wall} ms: {}",
+                    isolation_runtime.isolation(),
+                    result.to_json().chars().take(300).collect::<String>()
+                );
+            }
+        }
+        assert_eq!(value(&run_on(&isolation_runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    }
+}
+
+#[test]
+fn answers_a_program_does_not_await_are_held_to_the_memory_budget() {
+    // Each answer is 4 MB and nothing awaits them: in a cell they queue on the host until the
+    // cell reads them; the host holds at most the memory budget of them.
+    let limits = Limits { max_memory_mb: 64, max_wall_ms: 30_000, ..Limits::default() };
+    let big = binding(|_| async move { Ok(json!("x".repeat(4 << 20))) });
+    let program = "for (let i = 0; i < 200; i++) tools.big(); for (;;) {}";
+    let runtime = process_runtime(limits);
+    let request = CodeRunRequest::new(program).binding(tools().function("big", big));
+    let result = run_on(&runtime, request);
+    let (kind, message) = failure(&result).unwrap_or_default();
+    assert_eq!(kind, "worker-exit", "{}", result.to_json());
+    assert!(message.contains("memory budget"), "{message}");
+}

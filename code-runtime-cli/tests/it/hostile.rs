@@ -1,0 +1,169 @@
+//! What the command line survives: files of any depth, and programs that make the host hold
+//! more than their memory budget, measured from outside as the host's peak resident memory.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+
+use crate::{Scratch, binary, check_misuse, run, stderr, stdout};
+
+/// Runs the command to its end and reports its output and its peak resident memory in MiB (the
+/// command's own and its reaped children's, as the kernel keeps it for `wait4`).
+fn run_measured(args: &[&str]) -> (std::process::Output, u64) {
+    let mut child = binary()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reading = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        let _ = err.read_to_end(&mut bytes);
+        bytes
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut out, &mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for the kernel to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: waits for our own child, with valid pointers for its status and usage.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let stderr = reading.join().unwrap();
+    let status = std::process::ExitStatus::from_raw(status);
+    (std::process::Output { status, stdout, stderr }, (usage.ru_maxrss as u64) / 1024)
+}
+
+#[test]
+fn files_of_any_depth_are_read_without_recursion() {
+    let scratch = Scratch::new("deep-files");
+    let depth = 150_000;
+    let limits = scratch.write(
+        "limits.json",
+        &format!("{{\"timeoutMs\": {}{}}}", "[".repeat(depth), "]".repeat(depth)),
+    );
+    let program = scratch.write("one.ts", "return await tools.get()");
+    check_misuse(&run(&["run", &program, "--limits", &limits]), "timeoutMs");
+    let reply = scratch.write(
+        "reply.json",
+        &format!(
+            "{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"reply\":{}1{}}}}}}}]}}",
+            "{\"k\":".repeat(100_000),
+            "}".repeat(100_000)
+        ),
+    );
+    for isolation in ["thread", "process"] {
+        let output = run(&["run", &program, "--bindings", &reply, "--isolation", isolation]);
+        assert_eq!(output.status.code(), Some(0), "{isolation}: {}", stderr(&output));
+        assert!(stdout(&output).starts_with("{\"logs\":[],\"value\":{\"k\":{\"k\":"));
+    }
+    // Python's own parser stops at its recursion limit: the program sees why.
+    let python = scratch.write("one.py", "return await tools.get()");
+    let output = run(&["run", &python, "--bindings", &reply]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).contains("binding resolution is nested too deeply"));
+    // A 30 000-deep input schema: described within a bounded depth, and refused (misuse) where
+    // the calls would be checked against it.
+    let schema = format!("{}{{}}{}", "{\"items\":".repeat(30_000), "}".repeat(30_000));
+    let described = scratch.write(
+        "schema.json",
+        &format!("{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"echo\":true,\"input\":{schema}}}}}}}]}}"),
+    );
+    let output = run(&["describe", "--bindings", &described]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("function get("));
+    let output = run(&["run", &program, "--bindings", &described, "--isolation", "thread"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let validated = scratch.write(
+        "validated.json",
+        &format!("{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"echo\":true,\"validate\":true,\"input\":{schema}}}}}}}]}}"),
+    );
+    check_misuse(&run(&["run", &program, "--bindings", &validated]), "nests more than 128");
+}
+
+#[test]
+fn a_program_cannot_make_the_host_hold_more_than_its_memory_budget() {
+    let scratch = Scratch::new("host-memory");
+    // 120 MB of `0,` on fd 3: 60 million values, 4.3 GB of host memory when it was parsed whole.
+    let zeros = scratch.write(
+        "zeros.py",
+        "import os\nos.write(3, b'{\"type\":\"done\",\"value\":[')\nchunk = b'0,' * (1 << 20)\nfor _ in range(60):\n    os.write(3, chunk)\nos.write(3, b'0]}\\n')\nreturn 1",
+    );
+    let (output, peak_mib) = run_measured(&["run", &zeros, "--memory-mb", "256"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).contains("what the program handed the host"), "{}", stdout(&output));
+    assert!(peak_mib < 900, "the command peaked at {peak_mib} MiB");
+    // Two million empty lines, each a string of the host's.
+    let lines = scratch.write(
+        "lines.py",
+        "import os\nfor _ in range(2_000_000):\n    os.write(3, b'{\"type\":\"log\",\"text\":\"\"}\\n')\nreturn 1",
+    );
+    let (output, peak_mib) = run_measured(&["run", &lines, "--memory-mb", "64"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).contains("what the program handed the host"));
+    assert!(peak_mib < 400, "the command peaked at {peak_mib} MiB");
+}
+
+#[test]
+fn the_record_file_streams_and_stops_at_its_bound() {
+    let scratch = Scratch::new("record-bound");
+    let bindings = scratch.write(
+        "b.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true}}}]}"#,
+    );
+    let program = scratch.write(
+        "calls.ts",
+        "for (let i = 0; i < 100; i++) await tools.echo('x'.repeat(100)); return 'done'",
+    );
+    let record = scratch.0.join("calls.jsonl");
+    let record = record.to_str().unwrap();
+    let bound = "2000";
+    let output = run(&[
+        "run",
+        &program,
+        "--bindings",
+        &bindings,
+        "--record",
+        record,
+        "--record-max-bytes",
+        bound,
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"kind\":\"output-limit\""), "{}", stdout(&output));
+    let written = std::fs::read_to_string(record).unwrap();
+    assert!(written.len() <= 2000 && written.lines().count() >= 5, "{} bytes", written.len());
+    assert!(written.ends_with('\n'), "whole lines only");
+    check_misuse(
+        &run(&["run", &program, "--record-max-bytes", "10"]),
+        "--record-max-bytes needs --record",
+    );
+}
+
+#[test]
+fn command_bindings_share_a_host_wide_cap() {
+    let scratch = Scratch::new("command-cap");
+    let log = scratch.0.join("spans");
+    let log = log.to_str().unwrap();
+    // Each call appends `+` when it starts and `-` when it ends: the most `+` ahead of `-` at
+    // any point is how many ran at once.
+    let bindings = scratch.write(
+        "b.json",
+        &format!(
+            r#"{{"namespaces":[{{"global":"tools","functions":{{"work":{{"command":["sh","-c","echo + >> {log}; sleep 0.2; echo - >> {log}; echo 1"]}}}}}}]}}"#
+        ),
+    );
+    let program =
+        scratch.write("fan.ts", "const r = await Promise.all(Array.from({ length: 64 }, () => tools.work())); return r.length");
+    let output = run(&["run", &program, "--bindings", &bindings, "--timeout-ms", "60000"]);
+    assert_eq!(stdout(&output), "{\"logs\":[],\"value\":64}\n", "{}", stderr(&output));
+    let spans = std::fs::read_to_string(log).unwrap();
+    let (mut running, mut most) = (0i32, 0i32);
+    for line in spans.lines() {
+        running += if line == "+" { 1 } else { -1 };
+        most = most.max(running);
+    }
+    let cap = std::thread::available_parallelism().map_or(1, |n| n.get()) * 4;
+    assert!(most as usize <= cap, "{most} commands ran at once, the cap is {cap}");
+}
