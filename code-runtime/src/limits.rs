@@ -34,8 +34,11 @@ pub struct Limits {
     /// Calls a run may make to any one function (`budget` `"maxCallsPerFunction"`). Default
     /// 10 000.
     pub max_calls_per_function: u64,
-    /// Calls a run may have in flight at once (`budget` `"maxPendingCalls"`): a program that
-    /// starts calls in a loop without awaiting them meets it. Default 1 000.
+    /// Calls the host runs at once for one run: more wait their turn, in call order, and start as
+    /// calls in flight settle (`Promise.all` over 5 000 calls works, as in any JavaScript engine).
+    /// It bounds the host's work, not the program: a waiting call holds its argument in the run's
+    /// memory budget, so a flood nobody awaits ends at that budget or at `max_calls`. Default
+    /// 1 000.
     pub max_pending_calls: u64,
 }
 

@@ -2,7 +2,8 @@
 //!
 //! - `test [ARGS]`: the test command of the README: installs the pinned type checkers of
 //!   `typecheck/` and MCP peers of `mcp-peers/` when they are not there, then `cargo test --workspace [ARGS]` with the offline V8
-//!   library wired in when it is present.
+//!   library wired in when it is present. `test --stress N [ARGS]` runs it N times with CPU hogs
+//!   beside it and names every test that failed even once (see `stress.rs`).
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
@@ -15,6 +16,7 @@
 //!   needs root (see `unprivileged.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
+mod stress;
 mod test_tools;
 mod tidy;
 mod toolchain;
@@ -27,8 +29,18 @@ fn main() -> ExitCode {
     let command = args.next();
     let rest: Vec<String> = args.collect();
     let outcome = match command.as_deref() {
-        Some("test") => test_tools::install()
-            .and_then(|()| toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat())),
+        Some("test") => test_tools::install().and_then(|()| match rest.as_slice() {
+            [flag, rounds, args @ ..] if flag == "--stress" => {
+                let rounds =
+                    rounds.parse().map_err(|_| format!("--stress needs a number, got {rounds}"))?;
+                // The whole workspace, unless packages are named.
+                let named = args.iter().any(|arg| arg == "-p" || arg.starts_with("--package"));
+                let mut all = if named { Vec::new() } else { vec!["--workspace".to_owned()] };
+                all.extend_from_slice(args);
+                stress::run(rounds, &all)
+            }
+            _ => toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat()),
+        }),
         Some("demo") => toolchain::cargo(&[
             "run",
             "--quiet",

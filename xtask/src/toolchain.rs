@@ -83,7 +83,7 @@ pub(crate) fn count_before(summary: &str, label: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn cargo_command(args: &[&str]) -> Command {
+pub(crate) fn cargo_command(args: &[&str]) -> Command {
     let root = project_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     #[expect(clippy::disallowed_methods, reason = "xtask runs cargo, not a Python child")]

@@ -333,3 +333,10 @@ fn many_empty_lines_are_charged_per_line() {
     // What was admitted before the budget ran out is kept, and it fits it.
     assert!(!result.logs().is_empty() && result.logs().len() < (32 << 20) / 64);
 }
+
+#[test]
+fn gather_over_five_times_the_pending_budget_runs_every_call() {
+    let program = "import asyncio\nall = await asyncio.gather(*(tools.echo(i) for i in range(5000)))\nreturn [len(all), all[4999]]";
+    let result = run(program, vec![tools().function("echo", echo())]);
+    assert_eq!(value(&result), &json!([5000, 4999]));
+}

@@ -315,3 +315,19 @@ fn answers_a_program_does_not_await_are_held_to_the_memory_budget() {
     assert_eq!(kind, "worker-exit", "{}", result.to_json());
     assert!(message.contains("memory budget"), "{message}");
 }
+
+#[test]
+fn promise_all_over_five_times_the_pending_budget_runs_every_call() {
+    // `max_pending_calls` (1 000 by default) bounds what the host runs at once, not what the
+    // program may write: the calls past it wait their turn.
+    let program = "const all = await Promise.all(Array.from({ length: 5000 }, (_, i) => tools.echo(i))); return [all.length, all[4999]]";
+    for runtime in both(Limits::default()) {
+        let request = CodeRunRequest::new(program).binding(tools().function("echo", echo()));
+        assert_eq!(
+            value(&run_on(&runtime, request)),
+            &json!([5000, 4999]),
+            "{}",
+            runtime.isolation()
+        );
+    }
+}

@@ -167,15 +167,6 @@ pub fn function_calls_exhausted(label: &str, limit: u64) -> String {
     format!("binding {label} was not called: this run may call it at most {times}")
 }
 
-/// A call while the run's calls in flight are at their budget
-/// ([`Limits::max_pending_calls`](crate::Limits::max_pending_calls)).
-pub fn too_many_pending(label: &str, limit: u64) -> String {
-    format!(
-        "binding {} was not called: at most {limit} binding calls may be in flight at once (await some first)",
-        json::quote(label)
-    )
-}
-
 /// A call whose argument does not match its function's input schema
 /// ([`BindingFunction::validate_input`](crate::BindingFunction::validate_input)): `path` is the
 /// JSON Pointer of the first failing value (empty for the argument itself), `detail` the

@@ -1,6 +1,7 @@
 //! Binding dispatch: the request's functions as one table ([`BindingTable`]), and the calls in
 //! flight of one run ([`Calls`]), each checked once when it settles.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -101,11 +102,14 @@ pub(crate) struct Settled {
     pub(crate) duration: Duration,
 }
 
-/// The binding calls in flight of one run, and the run's call budgets. Dropping it cancels the
-/// calls (drops their futures).
+/// The binding calls in flight of one run, the calls waiting for a place among them, and the
+/// run's call budgets. Dropping it cancels the calls (drops their futures and the waiting ones).
 pub(crate) struct Calls {
     table: Arc<BindingTable>,
     in_flight: FuturesUnordered<Pin<Box<dyn Future<Output = Settled> + Send>>>,
+    /// Calls admitted while `max_pending_calls` were in flight, in call order: each starts when
+    /// one in flight settles. Their arguments hold their charge of the run's host memory.
+    waiting: VecDeque<(CallId, FunctionId, BindingArgs)>,
     budget: CallBudget,
     /// Calls admitted so far, in all and per function.
     made: u64,
@@ -128,6 +132,7 @@ impl Calls {
         Self {
             table,
             in_flight: FuturesUnordered::new(),
+            waiting: VecDeque::new(),
             budget: CallBudget {
                 calls: limits.max_calls,
                 per_function: limits.max_calls_per_function,
@@ -157,20 +162,20 @@ impl Calls {
         self.made
     }
 
-    /// Starts a call: the host closure runs now, inside the call's span, and its future is polled
-    /// with the others. A call the run's budgets refuse, whose argument does not match its input
-    /// schema, or of a function the table does not have, is answered at once: `Err` holds the
-    /// rejection, and no host closure ran.
+    /// Admits a call: the host closure runs now, inside the call's span, and its future is polled
+    /// with the others; or, while `max_pending_calls` are in flight, it waits its turn in call
+    /// order. A call the run's budgets refuse, whose argument does not match its input schema,
+    /// or of a function the table does not have, is answered at once: `Err` holds the rejection,
+    /// and no host closure ran.
     pub(crate) fn start(
         &mut self,
         id: CallId,
         function: FunctionId,
         args: BindingArgs,
     ) -> Result<(), BindingError> {
-        let table = self.table.clone();
         let Some(entry) = self.table.entry(function) else {
             // A substrate only names functions it was given; answer a stray id anyway.
-            return Err(BindingError::new(catalogue::unknown_binding(&format!("#{}", function.0))));
+            return Err(self.refuse_stray(&format!("#{}", function.0)));
         };
         let index = function.0 as usize;
         self.admit(&entry.label, index)?;
@@ -179,6 +184,18 @@ impl Calls {
         }
         self.made += 1;
         self.made_per_function[index] += 1;
+        if self.in_flight.len() as u64 >= self.budget.pending {
+            self.waiting.push_back((id, function, args));
+        } else {
+            self.launch(id, function, args);
+        }
+        Ok(())
+    }
+
+    /// Runs the closure of an admitted call.
+    fn launch(&mut self, id: CallId, function: FunctionId, args: BindingArgs) {
+        let table = self.table.clone();
+        let Some(entry) = self.table.entry(function) else { return };
         let span = tracing::info_span!(
             parent: &self.run_span,
             "code_runtime.call",
@@ -208,7 +225,6 @@ impl Calls {
             Settled { id, outcome, duration }
         };
         self.in_flight.push(Box::pin(reactor::in_some_runtime(call.instrument(in_span))));
-        Ok(())
     }
 
     /// Answers a call of a function the request does not have ([`Event::Stray`]): it counts
@@ -233,7 +249,6 @@ impl Calls {
             Err(BindingError::new(message)
                 .with_data(crate::json!({ "budget": budget, "limit": limit })))
         };
-        let pending = self.in_flight.len() as u64;
         if self.made >= self.budget.calls {
             return refused(
                 "maxCalls",
@@ -249,16 +264,18 @@ impl Calls {
                 catalogue::function_calls_exhausted(label, limit),
             );
         }
-        if pending >= self.budget.pending {
-            let limit = self.budget.pending;
-            return refused("maxPendingCalls", limit, catalogue::too_many_pending(label, limit));
-        }
         Ok(())
     }
 
-    /// The next call to settle, checked (see [`checked`]).
+    /// The next call to settle, checked (see [`checked`]). Its place in flight goes to the call
+    /// that has waited longest.
     pub(crate) fn poll_settled(&mut self, cx: &mut Context<'_>) -> Poll<Option<Settled>> {
-        self.in_flight.poll_next_unpin(cx)
+        let settled = std::task::ready!(self.in_flight.poll_next_unpin(cx));
+        while (self.in_flight.len() as u64) < self.budget.pending {
+            let Some((id, function, args)) = self.waiting.pop_front() else { break };
+            self.launch(id, function, args);
+        }
+        Poll::Ready(settled)
     }
 }
 

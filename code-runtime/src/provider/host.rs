@@ -11,6 +11,7 @@ use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::Instrument;
+use tracing::instrument::WithSubscriber;
 
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
 use crate::error::{ConfigError, ContractError};
@@ -193,6 +194,14 @@ impl Host {
     ///
     /// The contract misuse of [`CodeRuntime::run`](crate::CodeRuntime::run).
     ///
+    /// # Tracing
+    ///
+    /// The run's spans and events go to the `tracing` dispatcher that is current where the run
+    /// is first polled, whichever threads later poll it or tear it down: it is captured then and
+    /// set around every poll of the run (as `WithSubscriber::with_subscriber` does), and around
+    /// its teardown on the reactor. A host that scopes its subscriber (`with_default`) and spawns
+    /// the run onto another thread carries it there with `with_current_subscriber`.
+    ///
     /// # Cancel safety
     ///
     /// Dropping the future stops the substrate and tears it down on the reactor; the run's permit
@@ -201,6 +210,21 @@ impl Host {
         &self,
         request: CodeRunRequest,
         start: F,
+    ) -> Result<CodeRunResult, ContractError>
+    where
+        S: Substrate,
+        F: FnOnce(Start) -> Fut,
+        Fut: Future<Output = Result<S, Ending>>,
+    {
+        let dispatch = tracing::dispatcher::get_default(tracing::Dispatch::clone);
+        self.traced_run(request, start, dispatch.clone()).with_subscriber(dispatch).await
+    }
+
+    async fn traced_run<S, F, Fut>(
+        &self,
+        request: CodeRunRequest,
+        start: F,
+        dispatch: tracing::Dispatch,
     ) -> Result<CodeRunResult, ContractError>
     where
         S: Substrate,
@@ -255,7 +279,7 @@ impl Host {
                 Ok(substrate) => substrate,
                 Err(ending) => return ledger.settle(ending),
             };
-            let running = Running { substrate: Some(substrate), permit: Some(permit) };
+            let running = Running { substrate: Some(substrate), permit: Some(permit), dispatch };
             let calls = Calls::new(table, &limits, report.span().clone());
             let output = Output { ledger, memory };
             drive(running, calls, output, stops, &mut report).await
@@ -295,6 +319,8 @@ impl Stops {
 struct Running<S: Substrate> {
     substrate: Option<S>,
     permit: Option<RunPermit>,
+    /// The run's `tracing` dispatcher, for its teardown on the reactor.
+    dispatch: tracing::Dispatch,
 }
 
 impl<S: Substrate> Drop for Running<S> {
@@ -302,13 +328,14 @@ impl<S: Substrate> Drop for Running<S> {
         let Some(mut substrate) = self.substrate.take() else { return };
         substrate.stop();
         let permit = self.permit.take();
-        reactor::spawn(async move {
+        let teardown = async move {
             let teardown = substrate.teardown(Ending::Stopped(StopReason::Cancelled)).await;
             if let Some(cleanup) = teardown.cleanup {
                 cleanup.await;
             }
             drop(permit);
-        });
+        };
+        reactor::spawn(teardown.with_subscriber(self.dispatch.clone()));
     }
 }
 
@@ -395,10 +422,13 @@ async fn drive<S: Substrate>(
     let permit = running.permit.take();
     match teardown.cleanup {
         // The result is ready; the rest happens in the background, in the run's slot.
-        Some(cleanup) => reactor::spawn(async move {
-            cleanup.await;
-            drop(permit);
-        }),
+        Some(cleanup) => {
+            let cleanup = async move {
+                cleanup.await;
+                drop(permit);
+            };
+            reactor::spawn(cleanup.with_subscriber(running.dispatch.clone()));
+        }
         None => drop(permit),
     }
     let mut ending = teardown.ending;

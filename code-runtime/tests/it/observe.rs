@@ -115,30 +115,42 @@ fn each_function_has_its_own_budget_and_a_request_may_tighten_it() {
 }
 
 #[test]
-fn calls_in_flight_are_bounded_and_a_settled_one_frees_its_place() {
+fn calls_past_the_pending_budget_wait_their_turn_in_call_order() {
     tokio().block_on(async {
         let ran = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let gated = {
+            let (ran, gate) = (ran.clone(), gate.clone());
+            binding(move |args| {
+                let (ran, gate) = (ran.clone(), gate.clone());
+                ran.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    gate.acquire().await.expect("open").forget();
+                    Ok(args.into_value())
+                }
+            })
+        };
         let limits = Limits { max_pending_calls: 2, ..Limits::default() };
-        let (mut script, run) =
-            start(limits, CodeRunRequest::new("p").binding(tools(ran.clone()))).await;
-        script.events.send(call(1, 2)).unwrap();
-        script.events.send(call(2, 2)).unwrap();
-        refused(
-            answer(&mut script, 3, 0).await,
-            r#"binding "tools.a" was not called: at most 2 binding calls may be in flight at once (await some first)"#,
-            "maxPendingCalls",
-            2,
-        );
-        assert_eq!(ran.load(Ordering::SeqCst), 2, "only the two hanging calls ran");
-        script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
-        run.await.unwrap();
-
-        // Calls that settled are no longer in flight.
-        let limits = Limits { max_pending_calls: 1, ..Limits::default() };
-        let (mut script, run) = start(limits, CodeRunRequest::new("p").binding(tools(ran))).await;
+        let request = CodeRunRequest::new("p")
+            .binding(CodeBindingNamespace::new("tools").function("gated", gated));
+        let (mut script, run) = start(limits, request).await;
         for id in 1..=5 {
-            assert!(answer(&mut script, id, 0).await.is_ok());
+            script.events.send(call(id, 0)).unwrap();
         }
+        // Give the host loop every chance to (wrongly) start more than two.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "two in flight, three waiting");
+        let mut answered = Vec::new();
+        for _ in 1..=5 {
+            gate.add_permits(1);
+            let (id, outcome) = script.settled.recv().await.unwrap();
+            assert_eq!(outcome, Ok(json!({ "n": id })), "a waiting call is not refused");
+            answered.push(id);
+            assert!(ran.load(Ordering::SeqCst) <= 2 + answered.len());
+        }
+        answered.sort_unstable();
+        assert_eq!(answered, [1, 2, 3, 4, 5]);
+        assert_eq!(ran.load(Ordering::SeqCst), 5);
         script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
         run.await.unwrap();
     });
@@ -228,15 +240,17 @@ fn a_stopped_run_and_a_dropped_run_still_end_their_streams() {
     });
 }
 
-/// A span as the test layer saw it: its name, its fields, its parent's name, and whether a
-/// binding closure ran inside it.
+/// A span as the test layer saw it: its name, its fields, its parent's name, and the `agent.turn`
+/// span (by its `turn` field) it descends from.
 #[derive(Clone, Debug, Default)]
 struct SeenSpan {
     name: &'static str,
     fields: HashMap<&'static str, String>,
     parent: Option<&'static str>,
+    turn: Option<String>,
 }
 
+/// Every span the test subscriber saw, by the id it had while open.
 #[derive(Clone, Default)]
 struct Spans(Arc<Mutex<HashMap<u64, SeenSpan>>>);
 
@@ -259,8 +273,18 @@ where
     fn on_new_span(&self, attrs: &span::Attributes<'_>, id: &span::Id, cx: Context<'_, S>) {
         let mut seen = SeenSpan { name: attrs.metadata().name(), ..SeenSpan::default() };
         attrs.record(&mut Fields(&mut seen.fields));
-        seen.parent = cx.span(id).and_then(|span| span.parent()).map(|parent| parent.name());
-        self.0.lock().unwrap().insert(id.into_u64(), seen);
+        let parent = cx.span(id).and_then(|span| span.parent());
+        seen.parent = parent.as_ref().map(|parent| parent.name());
+        let mut spans = self.0.lock().unwrap();
+        seen.turn = match seen.fields.get("turn") {
+            Some(turn) => Some(turn.clone()),
+            None => parent.and_then(|parent| spans.get(&parent.id().into_u64())?.turn.clone()),
+        };
+        // Span ids are reused once closed: the key is the id and the turn together.
+        let key = id.into_u64();
+        if let Some(old) = spans.insert(key, seen) {
+            FINISHED.lock().unwrap().push(old);
+        }
     }
 
     fn on_record(&self, id: &span::Id, values: &span::Record<'_>, _cx: Context<'_, S>) {
@@ -270,13 +294,53 @@ where
     }
 }
 
-#[test]
-fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
-    let spans = Spans::default();
-    let subscriber = tracing_subscriber::registry().with(spans.clone());
-    tracing::subscriber::with_default(subscriber, || {
+/// Spans whose id a later span took.
+static FINISHED: Mutex<Vec<SeenSpan>> = Mutex::new(Vec::new());
+
+/// The one subscriber every span test scopes, alive for the whole test binary.
+///
+/// `tracing` caches each callsite's interest over the dispatchers alive when it is computed, and
+/// recomputes it when a dispatcher is made but not when one goes: tests that each made and
+/// dropped a subscriber of their own, in parallel, could leave a callsite cached as "never" for
+/// the next one (tracing-core's cache, not the host). One subscriber that never goes keeps every
+/// callsite's interest right; each test finds its own spans by the `turn` of its `agent.turn`.
+fn subscriber() -> &'static (tracing::Dispatch, Spans) {
+    static SUBSCRIBER: std::sync::OnceLock<(tracing::Dispatch, Spans)> = std::sync::OnceLock::new();
+    SUBSCRIBER.get_or_init(|| {
+        let spans = Spans::default();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(spans.clone()));
+        (dispatch, spans)
+    })
+}
+
+/// The spans of the turn `turn`.
+fn spans_of(turn: &str) -> Vec<SeenSpan> {
+    let (_, spans) = subscriber();
+    let open = spans.0.lock().unwrap();
+    let finished = FINISHED.lock().unwrap();
+    open.values()
+        .chain(finished.iter())
+        .filter(|span| span.turn.as_deref() == Some(turn))
+        .cloned()
+        .collect()
+}
+
+/// How a test's run is polled: on the thread that holds the scoped subscriber, or spawned onto
+/// the runtime's workers carrying it.
+#[derive(Clone, Copy, Debug)]
+enum Polled {
+    Here,
+    Spawned,
+}
+
+/// One run under the test subscriber, scoped to this thread, polled as `polled` says: the spans
+/// of its turn, and the span current in the binding closure.
+fn traced_run(polled: Polled) -> (Vec<SeenSpan>, Vec<Option<&'static str>>) {
+    static TURNS: AtomicUsize = AtomicUsize::new(0);
+    let turn = TURNS.fetch_add(1, Ordering::SeqCst).to_string();
+    let inside = Arc::new(Mutex::new(Vec::new()));
+    tracing::dispatcher::with_default(&subscriber().0, || {
         tokio().block_on(async {
-            let inside = Arc::new(Mutex::new(Vec::new()));
             let current = inside.clone();
             let tools = CodeBindingNamespace::new("tools").function(
                 "search",
@@ -287,27 +351,45 @@ fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
                 }),
             );
             let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 8);
-            let caller = tracing::info_span!("agent.turn");
-            let run = {
+            let caller = tracing::info_span!("agent.turn", turn = %turn);
+            let request = CodeRunRequest::new("p").binding(tools);
+            let task = {
                 let runtime = runtime.clone();
-                let request = CodeRunRequest::new("p").binding(tools);
-                tokio::spawn(tracing::Instrument::instrument(
+                tracing::Instrument::instrument(
                     async move { runtime.run(request).await.unwrap() },
                     caller,
-                ))
+                )
             };
-            let mut script = scripts.recv().await.unwrap();
-            script.events.send(Event::Log("hello".into())).unwrap();
-            assert!(answer(&mut script, 1, 0).await.is_err());
-            script.events.send(Event::Ended(Ending::Completed(Some(json!("done"))))).unwrap();
-            let result = run.await.unwrap();
+            let script = async {
+                let mut script = scripts.recv().await.unwrap();
+                script.events.send(Event::Log("hello".into())).unwrap();
+                assert!(answer(&mut script, 1, 0).await.is_err());
+                script.events.send(Event::Ended(Ending::Completed(Some(json!("done"))))).unwrap();
+            };
+            let result = match polled {
+                Polled::Here => tokio::join!(task, script).0,
+                // The subscriber is this thread's; the run is polled on the runtime's workers,
+                // so the task carries it there, as a host that scopes its subscriber does.
+                Polled::Spawned => {
+                    let task = tracing::instrument::WithSubscriber::with_current_subscriber(task);
+                    let run = tokio::spawn(task);
+                    script.await;
+                    run.await.unwrap()
+                }
+            };
             assert_eq!(result.logs(), ["hello"]);
-            assert_eq!(*inside.lock().unwrap(), [Some("code_runtime.call")]);
         });
     });
-    let spans = spans.0.lock().unwrap();
+    let inside = inside.lock().unwrap().clone();
+    (spans_of(&turn), inside)
+}
+
+#[test]
+fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
+    let (spans, inside) = traced_run(Polled::Spawned);
+    assert_eq!(inside, [Some("code_runtime.call")]);
     let find = |name: &str| {
-        let found: Vec<_> = spans.values().filter(|span| span.name == name).cloned().collect();
+        let found: Vec<_> = spans.iter().filter(|span| span.name == name).cloned().collect();
         assert_eq!(found.len(), 1, "one {name} span: {spans:?}");
         found[0].clone()
     };
@@ -333,4 +415,26 @@ fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
     assert_eq!(call.fields.get("function").map(String::as_str), Some("search"));
     assert_eq!(call.fields.get("ok").map(String::as_str), Some("false"));
     assert!(call.fields.get("duration_ms").is_some_and(|ms| ms.parse::<f64>().is_ok()));
+}
+
+#[test]
+fn spans_follow_a_scoped_subscriber_across_the_threads_of_a_multi_thread_runtime() {
+    // Many times, and both ways: whichever worker polls the run, and whichever thread the
+    // closure's call span is made on, the caller's subscriber sees them all.
+    for round in 0..40 {
+        let polled = if round % 2 == 0 { Polled::Here } else { Polled::Spawned };
+        let (spans, inside) = traced_run(polled);
+        assert_eq!(inside, [Some("code_runtime.call")], "{polled:?}, round {round}");
+        let names: Vec<&str> = spans.iter().map(|span| span.name).collect();
+        for name in ["agent.turn", "code_runtime.run", "code_runtime.call"] {
+            assert_eq!(
+                names.iter().filter(|seen| **seen == name).count(),
+                1,
+                "{polled:?}: {names:?}"
+            );
+        }
+        let run = spans.iter().find(|span| span.name == "code_runtime.run").unwrap();
+        assert_eq!(run.parent, Some("agent.turn"), "{polled:?}");
+        assert_eq!(run.fields.get("kind").map(String::as_str), Some("ok"), "{polled:?}: {run:?}");
+    }
 }
