@@ -386,12 +386,30 @@ struct CloneArgs {
 }
 
 /// The outer uid of the next cell of a root host: each cell runs as a uid of its own, which no
-/// account of the host has.
+/// account of the host has. The cells' count goes through a permutation keyed at random per
+/// process, so consecutive cells get unrelated uids and no cell learns from its own how many the
+/// host started; it is a permutation, so 2^24 cells in a row still get distinct ones.
 fn next_outer_id() -> u32 {
     /// The first uid of the range cells use: far above any account's.
     const BASE: u32 = 0x6000_0000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    BASE + NEXT.fetch_add(1, Ordering::Relaxed) % (1 << 24)
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let key = KEY.get_or_init(std::collections::hash_map::RandomState::new);
+    let count = NEXT.fetch_add(1, Ordering::Relaxed) % (1 << 24);
+    BASE + permuted(count, key)
+}
+
+/// A keyed permutation of 24-bit numbers: four rounds of a Feistel network over two 12-bit
+/// halves, the round function SipHash under `key`.
+fn permuted(count: u32, key: &impl std::hash::BuildHasher) -> u32 {
+    const HALF: u32 = (1 << 12) - 1;
+    let (mut left, mut right) = (count >> 12 & HALF, count & HALF);
+    for round in 0..4u32 {
+        let mixed = (key.hash_one((round, right)) as u32) & HALF;
+        (left, right) = (right, left ^ mixed);
+    }
+    left << 12 | right
 }
 
 /// Starts a cell of `plan` with `io`. Blocking; call it on the spawner thread (see
@@ -412,6 +430,11 @@ pub(crate) fn start(
     let root = euid == 0;
     let outer = next_outer_id();
     let (work_dir, host_work_dir) = work_dir(plan, root.then_some(outer))?;
+    let mut home = b"HOME=".to_vec();
+    home.extend_from_slice(work_dir.as_bytes());
+    let home = CString::new(home).map_err(|_| {
+        start_error("naming the work directory", io::Error::from(io::ErrorKind::InvalidInput))
+    })?;
     let user_namespace = plan.namespaces.as_ref().is_some_and(|namespaces| namespaces.user);
     // Held until the clone has copied them.
     let detached = crate::mounts::detached_trees(&plan.steps);
@@ -445,7 +468,10 @@ pub(crate) fn start(
         make_work_dir: host_work_dir.is_none(),
         work_dir,
         argv: plan.argv.iter().map(|arg| arg.as_ptr()).chain([std::ptr::null()]).collect(),
-        envp: [std::ptr::null()],
+        // The string's bytes stay where they are when the `CString` moves into `Spawn`.
+        envp: [home.as_ptr(), std::ptr::null()],
+        _home: home,
+        host_strings: crate::plan::HostStrings::of_this_process(),
         dry_run,
     };
     let flags = plan.namespaces.as_ref().map_or(0, |namespaces| namespaces.clone_flags());
@@ -507,7 +533,14 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
 fn work_dir(plan: &Plan, owner: Option<u32>) -> Result<(CString, Option<PathBuf>), SandboxError> {
     let mut random = [0u8; 8];
     // SAFETY: getrandom fills the buffer we own.
-    unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    let filled = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if filled != random.len() as isize {
+        // A predictable name is what the name is for not to be.
+        return Err(SandboxError::Start {
+            step: "naming the work directory",
+            source: io::Error::last_os_error(),
+        });
+    }
     let name =
         format!("work-{}", random.iter().map(|byte| format!("{byte:02x}")).collect::<String>());
     if plan.namespaces.is_some() {

@@ -107,6 +107,7 @@ unsafe fn report(fd: libc::c_int, (stage, errno): Failure) {
 pub(crate) unsafe fn init(plan: &Plan, spawn: &Spawn) -> ! {
     // SAFETY: each helper below makes system calls only, on data prepared before the clone.
     unsafe {
+        disguise(spawn);
         let fds = match prepare(spawn) {
             Ok(fds) => fds,
             Err(failure) => {
@@ -131,6 +132,37 @@ pub(crate) unsafe fn init(plan: &Plan, spawn: &Spawn) -> ! {
         }
         drop_capabilities();
         supervise(worker, plan.namespaces.is_none())
+    }
+}
+
+/// Makes the init show nothing of the host it is a copy of: its name (`/proc/1/comm`, the
+/// cloning thread's) becomes `cell`, and the host's command line and environment, which
+/// `/proc/1/cmdline` and `environ` read from the init's memory, are overwritten in its copy of
+/// that memory. The command line reads as `cell`: its last byte is left non-zero, which makes
+/// the kernel read it as a title ending at the first NUL (as after `setproctitle`), so not even
+/// its length shows.
+///
+/// # Safety
+///
+/// Only in the init, right after the clone: the ranges are the host's, in the init's own copy
+/// of the host's memory, where nothing reads them any more.
+unsafe fn disguise(spawn: &Spawn) {
+    const TITLE: &[u8] = b"cell\0";
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string we own.
+    unsafe { libc::prctl(libc::PR_SET_NAME, TITLE.as_ptr(), 0, 0, 0) };
+    let Some(strings) = spawn.host_strings else { return };
+    let (env_start, env_end) = strings.env;
+    // SAFETY: the host's environment strings, mapped and writable in this copy of its memory.
+    unsafe { std::ptr::write_bytes(env_start as *mut u8, 0, env_end - env_start) };
+    let (start, end) = strings.args;
+    let len = end - start;
+    // SAFETY: the host's argument strings, likewise.
+    unsafe {
+        std::ptr::write_bytes(start as *mut u8, 0, len);
+        if len > TITLE.len() {
+            std::ptr::copy_nonoverlapping(TITLE.as_ptr(), start as *mut u8, TITLE.len());
+            *((end - 1) as *mut u8) = b' ';
+        }
     }
 }
 

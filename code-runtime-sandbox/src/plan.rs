@@ -139,10 +139,46 @@ pub(crate) struct Spawn {
     pub(crate) make_work_dir: bool,
     /// Null-terminated pointers into the plan's argument vector.
     pub(crate) argv: Vec<*const libc::c_char>,
-    /// The program's environment: empty.
-    pub(crate) envp: [*const libc::c_char; 1],
+    /// `HOME=` the work directory: the program's whole environment. Held here for `envp`,
+    /// which points into it.
+    pub(crate) _home: CString,
+    /// The program's environment: `home`, then null.
+    pub(crate) envp: [*const libc::c_char; 2],
+    /// Where the host's command line and environment lie in its memory, which the init (a copy
+    /// of the host) overwrites first, so `/proc/1/cmdline` shows nothing of the host.
+    pub(crate) host_strings: Option<HostStrings>,
     /// Stop right before `exec` (the probe).
     pub(crate) dry_run: bool,
+}
+
+/// The address ranges of a process's command line and environment strings (`/proc/self/stat`
+/// fields 48 to 51): what `/proc/<pid>/cmdline` and `environ` read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostStrings {
+    pub(crate) args: (usize, usize),
+    pub(crate) env: (usize, usize),
+}
+
+impl HostStrings {
+    /// This process's, read once.
+    pub(crate) fn of_this_process() -> Option<HostStrings> {
+        static STRINGS: std::sync::OnceLock<Option<HostStrings>> = std::sync::OnceLock::new();
+        *STRINGS.get_or_init(|| {
+            let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+            // The command name (field 2) may hold spaces and parentheses: count from its end.
+            let fields: Vec<usize> = stat
+                .get(stat.rfind(')')? + 2..)?
+                .split_whitespace()
+                .map(|field| field.parse().unwrap_or(0))
+                .collect();
+            // Field 3 is the first after the name: fields 48..=51 are at 45..=48 here.
+            let field = |n: usize| fields.get(n - 3).copied();
+            let strings =
+                HostStrings { args: (field(48)?, field(49)?), env: (field(50)?, field(51)?) };
+            let sane = |(start, end): (usize, usize)| start > 0 && start <= end;
+            (sane(strings.args) && sane(strings.env)).then_some(strings)
+        })
+    }
 }
 
 /// The contents of `/proc/<pid>/uid_map` and `gid_map`.

@@ -485,3 +485,19 @@ fn nothing_is_left_after_a_run_that_times_out_mid_fork_storm() {
     );
     HostView::now("storm").assert_unchanged(announced.get());
 }
+
+#[test]
+fn home_is_the_work_directory_and_the_init_shows_nothing_of_the_host() {
+    // CPython's test suites failed only where they asked for the home directory; a package that
+    // writes a cache under `~` needs one too. It is the run's own work directory.
+    let program = r#"
+import os, pathlib
+home = pathlib.Path.home()
+(home / ".cache").mkdir()
+(home / ".cache" / "x").write_text("kept")
+return [str(home) == os.getcwd(), os.path.expanduser("~") == os.getcwd(),
+        (home / ".cache" / "x").read_text(), open("/proc/1/cmdline", "rb").read().decode()]
+"#;
+    let result = run(program, vec![]);
+    assert_eq!(value(&result), &json!([true, true, "kept", "cell\u{0}"]));
+}

@@ -134,8 +134,9 @@ print(os.path.exists("/proc/meminfo"), os.path.exists("/sys"), os.path.exists("/
     assert_eq!(lines[2], "[1, 2]", "only the cell's processes");
     assert_eq!(lines[3], "cell");
     assert_eq!(lines[4], "True []", "a fresh work directory");
-    // Python adds LC_CTYPE to its own copy (PEP 538); the environment the cell was given is empty.
-    assert_eq!(lines[5], "[]", "an empty environment");
+    // Python adds LC_CTYPE to its own copy (PEP 538); the environment the cell was given is
+    // `HOME`, its work directory, and nothing of the host's.
+    assert!(lines[5].starts_with("['HOME=/tmp/work-") && !lines[5].contains(','), "{}", lines[5]);
     assert_eq!(lines[6], "False False False", "no host files through /proc, /sys or /etc");
 }
 
@@ -168,6 +169,37 @@ for path in ("/etc/shadow", "/root", "/home", "/proc/1/mem"):
     assert_eq!(lines[2], "/root FileNotFoundError");
     assert_eq!(lines[3], "/home FileNotFoundError");
     assert_eq!(lines[4], "/proc/1/mem PermissionError", "the init is not dumpable");
+}
+
+#[test]
+fn the_cells_init_shows_nothing_of_the_host_and_home_is_the_work_dir() {
+    // The init is a copy of the host: its command line was the host's (a path, flags, perhaps a
+    // secret), its name the cloning thread's. The program reads both, and its own outer uid.
+    let script = r#"
+import os, pathlib
+print(repr(open("/proc/1/cmdline", "rb").read()))
+print(open("/proc/1/comm").read().strip())
+print(os.environ.get("HOME") == os.getcwd(), str(pathlib.Path.home()) == os.getcwd())
+print(open("/proc/self/uid_map").read().split()[1] if os.path.exists("/proc/self/uid_map") else "-")
+"#;
+    let first = run(script);
+    let lines = lines(&first);
+    assert_eq!(lines[0], r"b'cell\x00'", "the host's command line does not show");
+    assert_eq!(lines[1], "cell");
+    assert_eq!(lines[2], "True True", "HOME is the work directory");
+    // As root, each cell maps its user to a uid of its own: consecutive cells' are unrelated
+    // (no counter shows how many the host started).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let outer: Vec<u64> =
+            (0..4).map(|_| lines_of(&run(script))[3].parse().expect("an outer uid")).collect();
+        let steps: Vec<i64> = outer.windows(2).map(|w| w[1] as i64 - w[0] as i64).collect();
+        assert!(steps.iter().any(|step| step.abs() > 16), "outer uids {outer:?} count up");
+    }
+}
+
+fn lines_of(outcome: &Outcome) -> Vec<String> {
+    lines(outcome).into_iter().map(str::to_owned).collect()
 }
 
 #[test]
