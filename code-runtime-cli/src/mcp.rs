@@ -5,7 +5,7 @@ mod config;
 mod server;
 mod upstream;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -166,17 +166,42 @@ async fn serve_stdio(server: CodeModeServer) -> Result<(), Failure> {
     outcome
 }
 
+/// Whether `ip` is a loopback address in any spelling: `127.0.0.0/8`, `::1`, and IPv4 loopback
+/// mapped into IPv6 (`::ffff:127.0.0.1`), which `Ipv6Addr::is_loopback` does not count.
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
+
+/// What the HTTP listener at `address` accepts, as the MCP transport spec asks against DNS
+/// rebinding.
+///
+/// On loopback (in any spelling, [`is_loopback`]): a request's `Host` must name loopback
+/// (`localhost`, `127.0.0.1`, `::1`, or the address itself), and an `Origin`, when a browser
+/// sends one, must be a loopback origin. On any other address (a deliberate public listener,
+/// behind a load balancer say) the `Host` is not checked, and a request that carries an `Origin`
+/// is refused: MCP clients send none, and no web page is meant to reach the server.
+fn http_config(address: SocketAddr) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default();
+    if !is_loopback(address.ip()) {
+        return config.disable_allowed_hosts().enforce_origin_validation();
+    }
+    let ip = address.ip().to_string();
+    let hosts = ["localhost", "127.0.0.1", "::1", ip.as_str()];
+    let origins = hosts.iter().flat_map(|host| {
+        let host = if host.contains(':') { format!("[{host}]") } else { (*host).to_owned() };
+        [format!("http://{host}:*"), format!("https://{host}:*")]
+    });
+    config.with_allowed_hosts(hosts).with_allowed_origins(origins.collect::<Vec<_>>())
+}
+
 /// Serves streamable HTTP at `address` (`/mcp`) until a signal comes. The bound address is
 /// told on stderr, so `--http 127.0.0.1:0` is usable.
 async fn serve_http(server: CodeModeServer, address: SocketAddr) -> Result<(), Failure> {
     let stop = CancellationToken::new();
-    let mut config =
-        StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
-    if !address.ip().is_loopback() {
-        // Bound to a public address on purpose (behind a load balancer, say): the Host header
-        // check against DNS rebinding is for servers on loopback.
-        config = config.disable_allowed_hosts();
-    }
+    let config = http_config(address).with_cancellation_token(stop.child_token());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

@@ -101,3 +101,77 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         "--http needs an address",
     );
 }
+
+/// `code-runtime mcp --http ADDR` started with a config of no servers; its bound address, and
+/// the process (killed when dropped).
+struct Listening(std::process::Child, std::net::SocketAddr);
+
+impl Listening {
+    fn start(scratch: &Scratch, address: &str) -> Self {
+        use std::io::BufRead;
+        let config = scratch.write("empty.json", r#"{"servers": {}, "languages": ["typescript"]}"#);
+        let mut child = binary()
+            .args(["mcp", "--config", &config, "--http", address])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let bound = line
+            .trim()
+            .strip_prefix("code-runtime: serving MCP on http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .parse()
+            .unwrap();
+        Self(child, bound)
+    }
+
+    /// The status of an `initialize` POST with these `Host` and `Origin` headers.
+    fn status(&self, host: &str, origin: Option<&str>) -> u16 {
+        use std::io::{Read, Write};
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = std::net::TcpStream::connect(self.1).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).unwrap();
+        String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_loopback_listener_in_any_spelling_checks_host_and_origin() {
+    let scratch = Scratch::new("mcp-http-checks");
+    for address in ["127.0.0.1:0", "[::ffff:127.0.0.1]:0", "[::1]:0"] {
+        let listening = Listening::start(&scratch, address);
+        let port = listening.1.port();
+        let own = match listening.1.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+            std::net::IpAddr::V4(ip) => format!("{ip}:{port}"),
+        };
+        assert_eq!(listening.status(&own, None), 200, "{address}: its own address");
+        assert_eq!(listening.status(&format!("localhost:{port}"), None), 200, "{address}");
+        // DNS rebinding: a page of evil.example whose name now resolves to loopback.
+        assert_eq!(listening.status(&format!("evil.example:{port}"), None), 403, "{address}");
+        // A page of another origin, whatever the Host says.
+        let evil = Some("http://evil.example");
+        assert_eq!(listening.status(&own, evil), 403, "{address}: a foreign Origin");
+        let local = format!("http://localhost:{port}");
+        assert_eq!(listening.status(&own, Some(&local)), 200, "{address}: a loopback Origin");
+    }
+}
