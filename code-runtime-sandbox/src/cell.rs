@@ -84,7 +84,7 @@ pub struct Usage {
     pub processes: usize,
 }
 
-/// A running cell. Dropping it kills the cell; reaping it then happens on the spawner thread.
+/// A running cell. Dropping it kills the cell; reaping it then happens on the reaper thread.
 #[derive(Debug)]
 pub struct Cell {
     pidfd: OwnedFd,

@@ -1,22 +1,25 @@
-//! The spawner: one long-lived thread that starts every cell and reaps abandoned ones.
+//! The spawner: one long-lived thread that starts every cell; and the reaper, one long-lived
+//! thread that reaps abandoned ones.
 //!
 //! A cell's parent-death signal (`PR_SET_PDEATHSIG`) fires when the *thread* that cloned it exits,
 //! not the process. Cloning from whatever thread polls a run (a tokio worker, a `block_in_place`
 //! thread that tokio retires after ten idle seconds) would kill the cells of live runs; cloning
 //! from one thread that lives as long as the process ties them to the process.
+//!
+//! Reaping a killed cell waits for the kernel to end every process of its pid namespace and
+//! unmount its file system (tens of milliseconds when the machine is busy): on the spawner, every
+//! cell started meanwhile, and so every run, would wait for it. The reaper waits instead.
 
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::{Cell, SandboxError};
 
-/// Work for the spawner thread.
-enum Job {
-    /// Start a cell and hand it over.
-    Start(Box<dyn FnOnce() -> Result<Cell, SandboxError> + Send>, Reply),
-    /// Anything else that blocks and must not block the caller (reaping an abandoned cell).
-    Detached(Box<dyn FnOnce() + Send>),
-}
+/// Work for the spawner thread: start a cell and hand it over.
+struct Job(Box<dyn FnOnce() -> Result<Cell, SandboxError> + Send>, Reply);
+
+/// Blocking work nobody waits for (reaping an abandoned cell).
+type Detached = Box<dyn FnOnce() + Send>;
 
 /// Where a started cell goes.
 type Reply = tokio::sync::oneshot::Sender<Result<Cell, SandboxError>>;
@@ -36,47 +39,41 @@ pub(crate) async fn run(
     start: impl FnOnce() -> Result<Cell, SandboxError> + Send + 'static,
 ) -> Result<Cell, SandboxError> {
     let (reply, answer) = tokio::sync::oneshot::channel();
-    send(Job::Start(Box::new(start), reply))?;
-    answer.await.map_err(|_| gone())?
-}
-
-thread_local! {
-    /// Set on the spawner thread, which must not queue work for itself (the queue is bounded).
-    static ON_SPAWNER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `work` on the spawner thread, without waiting for it; right here on the spawner thread
-/// itself, or when the spawner cannot be had.
-pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
-    if ON_SPAWNER.with(std::cell::Cell::get) {
-        return work();
-    }
-    let job = Job::Detached(Box::new(work));
-    if let Err((Job::Detached(work), _)) = send_job(job) {
-        work();
-    }
-}
-
-fn send(job: Job) -> Result<(), SandboxError> {
-    send_job(job).map_err(|(_, error)| error)
-}
-
-fn send_job(job: Job) -> Result<(), (Job, SandboxError)> {
-    let queue = match SPAWNER.get_or_init(start) {
-        Ok(queue) => queue,
-        Err(why) => {
-            let error = SandboxError::Start {
-                step: "starting the spawner thread",
-                source: std::io::Error::other(why.clone()),
-            };
-            return Err((job, error));
-        }
-    };
+    let queue = SPAWNER.get_or_init(start_spawner).as_ref().map_err(|why| SandboxError::Start {
+        step: "starting the spawner thread",
+        source: std::io::Error::other(why.clone()),
+    })?;
     queue
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .send(job)
-        .map_err(|rejected| (rejected.0, gone()))
+        .send(Job(Box::new(start), reply))
+        .map_err(|_| gone())?;
+    answer.await.map_err(|_| gone())?
+}
+
+/// The reaper's queue: unbounded, so handing it work never blocks (a `Drop` hands it work, on
+/// whatever thread drops a cell).
+static REAPER: OnceLock<Option<Mutex<Sender<Detached>>>> = OnceLock::new();
+
+/// Runs `work` on the reaper thread, without waiting for it; right here when the reaper cannot be
+/// had (the process is out of threads).
+pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
+    let reaper = REAPER.get_or_init(|| {
+        let (queue, incoming) = channel::<Detached>();
+        std::thread::Builder::new()
+            .name("code-runtime-reaper".to_owned())
+            .spawn(move || incoming.into_iter().for_each(|work| work()))
+            .ok()
+            .map(|_| Mutex::new(queue))
+    });
+    let work: Detached = Box::new(work);
+    let refused = match reaper {
+        Some(queue) => queue.lock().unwrap_or_else(PoisonError::into_inner).send(work).err(),
+        None => Some(std::sync::mpsc::SendError(work)),
+    };
+    if let Some(std::sync::mpsc::SendError(work)) = refused {
+        work();
+    }
 }
 
 fn gone() -> SandboxError {
@@ -86,20 +83,16 @@ fn gone() -> SandboxError {
     }
 }
 
-fn start() -> Result<Queue, String> {
+fn start_spawner() -> Result<Queue, String> {
     // A few jobs may wait while a cell starts; senders block beyond that.
     let (jobs, incoming) = sync_channel::<Job>(64);
     std::thread::Builder::new()
         .name("code-runtime-spawner".to_owned())
         .spawn(move || {
-            ON_SPAWNER.with(|flag| flag.set(true));
-            for job in incoming {
-                match job {
-                    // A cell whose run was dropped meanwhile is dropped here: killed, and reaped
-                    // by the next job.
-                    Job::Start(start, reply) => drop(reply.send(start())),
-                    Job::Detached(work) => work(),
-                }
+            // A cell whose run was dropped meanwhile is dropped here: killed, and handed to the
+            // reaper.
+            for Job(start, reply) in incoming {
+                drop(reply.send(start()));
             }
         })
         .map_err(|error| format!("cannot start the spawner thread: {error}"))?;

@@ -161,7 +161,9 @@ impl WorkerThreadCodeRuntime {
         let warm = config.warm && cells.is_none();
         let ready = Spare::new(
             if warm { WARM } else { 0 },
-            move || Box::pin(async move { substrate::ready(shape).ok() }),
+            // Off the reactor: the first isolate thread waits for V8 to initialise, and the
+            // reactor drives every run's timers and sockets.
+            move || Box::pin(substrate::ready_off_reactor(shape)),
             |ready| Box::pin(ready.discard()),
         );
         Ok(Self { config, host, cells, ready })

@@ -128,6 +128,25 @@ pub(crate) fn ready(shape: Shape) -> Result<Ready, Ending> {
     Ok(Ready { handoff, termination, cpu_clock, thread: Some(thread) })
 }
 
+/// [`ready`] on one of the reactor's blocking threads: starting an isolate thread waits for the
+/// V8 launcher (for V8's initialisation, the first time), which must not hold up the reactor.
+pub(crate) async fn ready_off_reactor(shape: Shape) -> Option<Ready> {
+    match reactor::handle() {
+        Ok(reactor) => reactor.spawn_blocking(move || ready(shape).ok()).await.ok().flatten(),
+        Err(_) => ready(shape).ok(),
+    }
+}
+
+/// Joins `thread` on one of the reactor's blocking threads: an isolate thread's last act is to
+/// drop its channel, so the join is near, but it is a blocking call, and async code on a shared
+/// runtime must not make one.
+async fn joined(thread: JoinHandle<()>) {
+    match reactor::handle() {
+        Ok(reactor) => drop(reactor.spawn_blocking(move || thread.join()).await),
+        Err(_) => drop(thread.join()),
+    }
+}
+
 impl Ready {
     /// Hands `program` to the thread: the run's substrate.
     pub(crate) fn start(mut self, program: Program) -> IsolateSubstrate {
@@ -212,10 +231,9 @@ impl Substrate for IsolateSubstrate {
             // thread disposes of the isolate (a few hundred microseconds), only the run's slot.
             let cleanup: BoxFuture<'static, ()> = Box::pin(async move {
                 while self.events.recv().await.is_some() {}
-                // The thread dropped its end of the channel as its last act: joining costs
-                // microseconds.
+                // The thread dropped its end of the channel as its last act.
                 if let Some(thread) = self.thread.take() {
-                    let _ = thread.join();
+                    joined(thread).await;
                 }
             });
             return Box::pin(async move {
@@ -240,9 +258,9 @@ impl Substrate for IsolateSubstrate {
                     Err(_) => {}
                 }
             }
-            // The thread has returned or is about to: joining costs microseconds.
+            // The thread has returned or is about to.
             if let Some(thread) = self.thread.take() {
-                let _ = thread.join();
+                joined(thread).await;
             }
             Teardown::new(ending, logs)
         })

@@ -8,6 +8,7 @@ use crate::{Scratch, binary, check_misuse, run, stderr, stdout};
 
 /// Runs the command to its end and reports its output and its peak resident memory in MiB (the
 /// command's own and its reaped children's, as the kernel keeps it for `wait4`).
+#[expect(clippy::zombie_processes, reason = "reaped by `wait4`, which also gives its peak memory")]
 fn run_measured(args: &[&str]) -> (std::process::Output, u64) {
     let mut child = binary()
         .args(args)
