@@ -294,11 +294,26 @@ impl ChildSubstrate {
     fn poll_memory(&mut self, cx: &mut Context<'_>) -> Option<Event> {
         let budget = self.limits.memory_bytes();
         let Poll::Ready(used) = self.process.poll_over_memory(cx, budget) else { return None };
-        tracing::debug!(used, budget, "the cell is over its memory budget");
+        Some(self.out_of_memory(used))
+    }
+
+    /// The out-of-memory ending, when the cell holds more than its budget now: one last look
+    /// when the program ends, as it may have grown past the budget since the last.
+    fn over_memory(&mut self) -> Option<Event> {
+        let used = self.process.over_memory(self.limits.memory_bytes())?;
+        Some(self.out_of_memory(used))
+    }
+
+    fn out_of_memory(&mut self, used: u64) -> Event {
+        tracing::debug!(
+            used,
+            budget = self.limits.memory_bytes(),
+            "the cell is over its memory budget"
+        );
         self.process.kill();
-        Some(Event::Ended(Ending::Stopped(StopReason::OutOfMemory {
+        Event::Ended(Ending::Stopped(StopReason::OutOfMemory {
             max_memory_mb: self.limits.max_memory_mb,
-        })))
+        }))
     }
 
     /// Moves queued frames into the sink and flushes it, as far as the socket takes them.
@@ -411,18 +426,20 @@ impl ChildSubstrate {
             _ if self.program.is_some() => None,
             ChildFrame::Log { text } => Some(Event::Log(text)),
             ChildFrame::Call { id, global, name, args } => self.on_call(id, &global, &name, args),
-            ChildFrame::Done(done) => Some(Event::Ended(match done {
-                Done::Completed(value) => Ending::Completed(value),
-                Done::Failed { kind: FailureKind::OutputLimit, .. } => {
-                    Ending::Stopped(StopReason::OutputExceeded)
-                }
-                Done::Failed { kind: FailureKind::InvalidOutput, message }
-                    if message == "function" =>
-                {
-                    Ending::ReturnedFunction
-                }
-                Done::Failed { kind: FailureKind::InvalidOutput, .. } => Ending::InvalidOutput,
-                Done::Failed { message, .. } => Ending::Threw(message),
+            ChildFrame::Done(done) => Some(self.over_memory().unwrap_or_else(|| {
+                Event::Ended(match done {
+                    Done::Completed(value) => Ending::Completed(value),
+                    Done::Failed { kind: FailureKind::OutputLimit, .. } => {
+                        Ending::Stopped(StopReason::OutputExceeded)
+                    }
+                    Done::Failed { kind: FailureKind::InvalidOutput, message }
+                        if message == "function" =>
+                    {
+                        Ending::ReturnedFunction
+                    }
+                    Done::Failed { kind: FailureKind::InvalidOutput, .. } => Ending::InvalidOutput,
+                    Done::Failed { message, .. } => Ending::Threw(message),
+                })
             })),
         }
     }

@@ -88,15 +88,26 @@ impl WatchedCell {
         Duration::from_micros(self.last_cpu_us.load(Ordering::Relaxed))
     }
 
-    /// Resident memory of every process of the cell, and its `/tmp`; zero once it is reaped.
+    /// The memory the cell holds ([`Cell::memory`]: anonymous and shared memory, proportionally,
+    /// and its `/tmp`); zero once it is reaped.
     pub fn memory_used(&self) -> u64 {
         if self.reaped.is_some() {
             return 0;
         }
-        self.cell.usage().memory_bytes
+        self.cell.memory()
     }
 
-    /// Every 10 ms, compares the cell's memory ([`memory_used`](Self::memory_used)) with
+    /// Whether the cell holds more than `budget`, and what it holds if so: its resident memory
+    /// first (cheap, and never less than what it holds), its exact share only when that is over.
+    pub fn over_memory(&self, budget: u64) -> Option<u64> {
+        if self.reaped.is_some() || self.cell.usage().resident_bytes <= budget {
+            return None;
+        }
+        let used = self.cell.memory();
+        (used > budget).then_some(used)
+    }
+
+    /// Every 10 ms, compares the cell's memory ([`over_memory`](Self::over_memory)) with
     /// `budget`: `Ready` with what it uses once that is more, `Pending` until then (the waker is
     /// registered for the next look). The first look is 10 ms after the first call.
     pub fn poll_over_memory(&mut self, cx: &mut Context<'_>, budget: u64) -> Poll<u64> {
@@ -106,16 +117,13 @@ impl WatchedCell {
         });
         let looked = if check.as_mut().poll(cx).is_pending() {
             Poll::Pending
+        } else if let Some(used) = self.over_memory(budget) {
+            Poll::Ready(used)
         } else {
-            let used = self.memory_used();
-            if used > budget {
-                Poll::Ready(used)
-            } else {
-                check.as_mut().reset(tokio::time::Instant::now() + MEMORY_INTERVAL);
-                // Registers the new deadline with the waker.
-                let _ = check.as_mut().poll(cx);
-                Poll::Pending
-            }
+            check.as_mut().reset(tokio::time::Instant::now() + MEMORY_INTERVAL);
+            // Registers the new deadline with the waker.
+            let _ = check.as_mut().poll(cx);
+            Poll::Pending
         };
         self.memory_check = Some(check);
         looked

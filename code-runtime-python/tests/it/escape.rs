@@ -501,3 +501,37 @@ return [str(home) == os.getcwd(), os.path.expanduser("~") == os.getcwd(),
     let result = run(program, vec![]);
     assert_eq!(value(&result), &json!([true, true, "kept", "cell\u{0}"]));
 }
+
+#[test]
+fn memory_no_budget_saw_is_counted_or_cannot_be_made() {
+    // Ten processes that each map 48 MB shared and anonymous hold 480 MB under a 128 MB budget:
+    // resident-minus-shared counted none of it; the cell's proportional share counts all of it.
+    let runtime = runtime(Limits { max_memory_mb: 128, ..Limits::default() });
+    let program = r#"
+import mmap, os, time
+for _ in range(10):
+    if os.fork() == 0:
+        shared = mmap.mmap(-1, 48 << 20, flags=mmap.MAP_SHARED)
+        for i in range(0, len(shared), 4096):
+            shared[i] = 1
+        time.sleep(30)
+        os._exit(0)
+time.sleep(30)
+"#;
+    let (kind, message) = failure(&run_on(&runtime, CodeRunRequest::new(program))).unwrap();
+    assert_eq!(kind, "worker-exit");
+    assert!(message.contains("out of memory"), "{message}");
+    // A memfd written and never mapped held 2.5 GB under 64 MB: it cannot be made.
+    let program = r#"
+import os
+try:
+    os.memfd_create("x")
+    return "made"
+except OSError as error:
+    return error.strerror
+"#;
+    assert_eq!(
+        value(&run_on(&runtime, CodeRunRequest::new(program))),
+        &json!("Operation not permitted")
+    );
+}

@@ -461,6 +461,54 @@ time.sleep(30)
 }
 
 #[test]
+fn shared_memory_counts_and_memory_no_process_maps_cannot_be_made() {
+    // Four processes each map 64 MB shared and anonymous: resident minus shared counts none of
+    // it, their proportional share counts all of it. A memfd written and never mapped, a System
+    // V segment detached again, a message queue: refused, as no process's memory would show
+    // them.
+    let script = r#"
+import ctypes, mmap, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    os.memfd_create("x")
+    print("memfd made", flush=True)
+except OSError as error:
+    print("memfd refused", error.errno, flush=True)
+for name, call in (("shmget", lambda: libc.shmget(0, 64 << 20, 0o1000 | 0o600)),
+                   ("msgget", lambda: libc.msgget(0, 0o1000 | 0o600))):
+    made = call() >= 0
+    print(name, "made" if made else "refused", ctypes.get_errno(), flush=True)
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        shared = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_SHARED)
+        for i in range(0, len(shared), 4096):
+            shared[i] = 1
+        print("mapped", flush=True)
+        time.sleep(30)
+        os._exit(0)
+    children.append(pid)
+time.sleep(30)
+"#;
+    let plan = plan(Options::default(), script);
+    let (mut cell, stdout, _stderr) = start(&plan, CellLimits::new(512 << 20, 30));
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let eperm = libc::EPERM;
+    assert_eq!(lines.next().unwrap().unwrap(), format!("memfd refused {eperm}"));
+    assert_eq!(lines.next().unwrap().unwrap(), format!("shmget refused {eperm}"));
+    assert_eq!(lines.next().unwrap().unwrap(), format!("msgget refused {eperm}"));
+    for _ in 0..4 {
+        assert_eq!(lines.next().unwrap().unwrap(), "mapped");
+    }
+    let held = cell.memory();
+    assert!(held >= 4 * (64 << 20), "the shared mappings count: {held} bytes");
+    assert!(cell.usage().resident_bytes >= held, "resident memory bounds it from above");
+    cell.kill();
+    wait(&mut cell, Duration::from_secs(10));
+}
+
+#[test]
 fn an_orphans_cpu_time_counts_after_it_ends() {
     // A grandchild re-parented to the init spends a second of CPU and ends: the init reaped it,
     // and its time still counts.

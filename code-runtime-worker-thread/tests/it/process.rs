@@ -234,3 +234,17 @@ fn no_cell_outlives_its_runtime() {
     let _ = std::fs::remove_file(&executable);
     assert!(left.is_empty(), "cells left after dispose: {left:?}");
 }
+
+#[test]
+fn a_string_flattened_past_the_budget_ends_the_cell() {
+    // Under 64 MB, a 128 MiB rope flattened in one piece: V8's heap limit let it through once
+    // (its one extension), and the cell's own allowance was 96 MiB. The cell is stopped now.
+    let limits = Limits { max_memory_mb: 64, max_wall_ms: 30_000, ..Limits::default() };
+    let runtime = process_runtime(limits);
+    let program = "let s = 'x'.repeat(1 << 20); for (let i = 0; i < 7; i++) s = s + s; return [s.length, s.indexOf('z')]";
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let (kind, message) = failure(&result).unwrap_or_default();
+    assert_eq!(kind, "worker-exit", "{}", result.to_json());
+    assert!(message.contains("memory"), "{message}");
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+}
