@@ -22,7 +22,7 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 ///
 /// Cheap to clone (an `Arc`). Each call gets its own [`BindingArgs`], a detached copy of what the
 /// program passed (JSON `null` when it passed nothing). The resolution must be lossless JSON (see
-/// [`json`](crate::json)); otherwise the program's call rejects with a message naming the binding,
+/// [`json`](mod@crate::json)); otherwise the program's call rejects with a message naming the binding,
 /// and a `tracing` warning tells the host. (`json!(f64::NAN)` is already `null`, as in
 /// `serde_json`, before the runtime sees it; no runtime can flag that one.) A closure that panics rejects
 /// the call with `binding "<global>.<name>" panicked` and a `tracing` error.

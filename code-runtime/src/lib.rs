@@ -22,7 +22,7 @@
 //!   ([`CodeRunFailure`] with one of six [`FailureKind`]s). Everything a program does, including
 //!   crashing its substrate, is a result; only misuse of the contract is a [`ContractError`].
 //! - [`JsonValue`]: the only thing that crosses between a program and the host, checked *lossless*
-//!   by the rules of [`json`] (finite, no `-0`, integers exact as a double, valid Unicode, any
+//!   by the rules of [`json`](mod@json) (finite, no `-0`, integers exact as a double, valid Unicode, any
 //!   depth).
 //! - [`Context`]: the registry a host builds at startup, one provider per language.
 //!
@@ -62,7 +62,7 @@
 //! `serde_json::Value`'s `Drop`, `Clone` and `Serialize` recurse once per level. Ours never do, so
 //! no host path can forget the rule. Build values with [`json!`] (`serde_json::json!`'s syntax),
 //! read typed data with [`json::from_value`], and cross to `serde_json::Value` explicitly with
-//! `JsonValue::from` and [`JsonValue::to_serde_json`] (see [`json`]).
+//! `JsonValue::from` and [`JsonValue::to_serde_json`] (see [`json`](mod@json)).
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod binding;

@@ -12,7 +12,7 @@ use crate::json::JsonValue;
 ///
 /// Numbers use ECMAScript `Number::toString` spelling; strings escape `"`, `\` and the C0 controls
 /// (`\b \t \n \f \r`, others as lower-case `\u00XX`) and keep everything else raw, including U+2028
-/// and U+2029. The value is assumed lossless (see [`validate`]); an inexact integer is spelled as the
+/// and U+2029. The value is assumed lossless (see [`validate`](crate::json::validate)); an inexact integer is spelled as the
 /// double nearest to it.
 pub fn encode(value: &JsonValue) -> String {
     let mut out = String::new();

@@ -32,7 +32,7 @@ pub enum JsonValue {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number (see [`json`](crate::json) for which ones are lossless).
+    /// A number (see [`json`](mod@crate::json) for which ones are lossless).
     Number(Number),
     /// A string.
     String(String),
