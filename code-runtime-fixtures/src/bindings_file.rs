@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use code_runtime::json::{self, JsonValue};
+use code_runtime::provider::MAX_VALUE_DEPTH;
 use code_runtime::{
     BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest, binding,
 };
@@ -205,6 +206,11 @@ impl Signature {
         for (key, slot) in [("input", &mut signature.input), ("output", &mut signature.output)] {
             match declared.get(key) {
                 None => {}
+                // A schema is read for declarations and checks within the serde depth; deeper
+                // than that it is a mistake in the file.
+                Some(schema) if json::nests_deeper_than(schema, json::SERDE_DEPTH) => {
+                    return Err(format!("{key} nests more than {} levels deep", json::SERDE_DEPTH));
+                }
                 Some(schema @ (JsonValue::Object(_) | JsonValue::Bool(_))) => {
                     *slot = Some(schema.clone());
                 }
@@ -266,9 +272,10 @@ impl Behaviour {
             object.get("command"),
         ) {
             (Some(JsonValue::Bool(true)), None, None, None) => Action::Echo,
-            (None, Some(reply), None, None) => Action::Reply(reply.clone()),
+            (None, Some(reply), None, None) => Action::Reply(readable("reply", reply)?.clone()),
             (None, None, Some(JsonValue::String(message)), None) => {
-                Action::Reject(message.clone(), object.get("data").cloned())
+                let data = object.get("data").map(|data| readable("data", data)).transpose()?;
+                Action::Reject(message.clone(), data.cloned())
             }
             (None, None, Some(_), None) => return Err("reject must be a string".to_owned()),
             (None, None, None, Some(command)) => {
@@ -318,6 +325,16 @@ impl Behaviour {
             Action::Command(argv, timeout) => run_command(argv, &args, *timeout).await,
         }
     }
+}
+
+/// `value`, when a program in either language can read it: the Python child parses a value with
+/// the standard library's parser, which stops at its recursion limit, so a value deeper than
+/// [`MAX_VALUE_DEPTH`] is a mistake in the file, as it is for `values`.
+fn readable<'v>(key: &str, value: &'v JsonValue) -> Result<&'v JsonValue, String> {
+    if json::nests_deeper_than(value, MAX_VALUE_DEPTH) {
+        return Err(format!("{key} nests more than {MAX_VALUE_DEPTH} levels deep"));
+    }
+    Ok(value)
 }
 
 fn argv(command: &JsonValue) -> Result<Vec<String>, String> {

@@ -47,6 +47,7 @@ fn files_of_any_depth_are_read_without_recursion() {
     );
     let program = scratch.write("one.ts", "return await tools.get()");
     check_misuse(&run(&["run", &program, "--limits", &limits]), "timeoutMs");
+    // A reply (or rejection data) deeper than a Python program can read, as for `values`.
     let reply = scratch.write(
         "reply.json",
         &format!(
@@ -55,33 +56,40 @@ fn files_of_any_depth_are_read_without_recursion() {
             "}".repeat(100_000)
         ),
     );
+    check_misuse(
+        &run(&["run", &program, "--bindings", &reply]),
+        "reply nests more than 256 levels",
+    );
+    let within = scratch.write(
+        "within.json",
+        &format!(
+            "{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"reply\":{}1{}}}}}}}]}}",
+            "[".repeat(256),
+            "]".repeat(256)
+        ),
+    );
     for isolation in ["thread", "process"] {
-        let output = run(&["run", &program, "--bindings", &reply, "--isolation", isolation]);
+        let output = run(&["run", &program, "--bindings", &within, "--isolation", isolation]);
         assert_eq!(output.status.code(), Some(0), "{isolation}: {}", stderr(&output));
-        assert!(stdout(&output).starts_with("{\"logs\":[],\"value\":{\"k\":{\"k\":"));
+        assert!(stdout(&output).starts_with("{\"logs\":[],\"value\":[[[["));
     }
-    // Python's own parser stops at its recursion limit: the program sees why.
     let python = scratch.write("one.py", "return await tools.get()");
-    let output = run(&["run", &python, "--bindings", &reply]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stdout(&output).contains("binding resolution is nested too deeply"));
-    // A 30 000-deep input schema: described within a bounded depth, and refused (misuse) where
-    // the calls would be checked against it.
+    let output = run(&["run", &python, "--bindings", &within]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A 30 000-deep input schema, for `describe` and for `run`.
     let schema = format!("{}{{}}{}", "{\"items\":".repeat(30_000), "}".repeat(30_000));
-    let described = scratch.write(
+    let deep_schema = scratch.write(
         "schema.json",
         &format!("{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"echo\":true,\"input\":{schema}}}}}}}]}}"),
     );
-    let output = run(&["describe", "--bindings", &described]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stdout(&output).contains("function get("));
-    let output = run(&["run", &program, "--bindings", &described, "--isolation", "thread"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let validated = scratch.write(
-        "validated.json",
-        &format!("{{\"namespaces\":[{{\"global\":\"tools\",\"functions\":{{\"get\":{{\"echo\":true,\"validate\":true,\"input\":{schema}}}}}}}]}}"),
+    check_misuse(
+        &run(&["describe", "--bindings", &deep_schema]),
+        "input nests more than 128 levels",
     );
-    check_misuse(&run(&["run", &program, "--bindings", &validated]), "nests more than 128");
+    check_misuse(
+        &run(&["run", &program, "--bindings", &deep_schema]),
+        "input nests more than 128 levels",
+    );
 }
 
 #[test]

@@ -1,2 +1,0 @@
-import os
-return sorted(key for key in os.environ if key != "LC_CTYPE")
