@@ -37,7 +37,8 @@ pub(crate) fn run(rounds: u32, args: &[String]) -> Result<(), String> {
         println!("stress: round {round} of {rounds}, {hogs} CPU hogs beside it");
         match round_failures(&args) {
             Ok(failed) => {
-                for name in failed {
+                for (name, said) in failed {
+                    println!("stress: {name} failed in round {round}:\n{said}");
                     *failures.entry(name).or_default() += 1;
                 }
             }
@@ -63,8 +64,9 @@ pub(crate) fn run(rounds: u32, args: &[String]) -> Result<(), String> {
     Err(format!("{} tests failed under stress", failures.len()))
 }
 
-/// One `cargo test` round: the names of the tests that failed (`binary::module::test`).
-fn round_failures(args: &[&str]) -> Result<Vec<String>, String> {
+/// One `cargo test` round: the tests that failed (`binary: module::test`), each with what it
+/// printed (its panic message first).
+fn round_failures(args: &[&str]) -> Result<Vec<(String, String)>, String> {
     let mut child = toolchain::cargo_command(&[&["test"], args].concat())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -81,7 +83,10 @@ fn round_failures(args: &[&str]) -> Result<Vec<String>, String> {
             .collect::<Vec<String>>()
     });
     let mut failed = Vec::new();
+    let mut said: BTreeMap<String, String> = BTreeMap::new();
     let mut binary = 0usize;
+    // The test whose captured output is being read (`---- name stdout ----`).
+    let mut reading: Option<String> = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if line.starts_with("running ") {
@@ -92,6 +97,24 @@ fn round_failures(args: &[&str]) -> Result<Vec<String>, String> {
             {
                 failed.push((binary, name.to_owned()));
             }
+            if let Some(name) =
+                line.strip_prefix("---- ").and_then(|rest| rest.strip_suffix(" stdout ----"))
+            {
+                reading = Some(name.to_owned());
+                continue;
+            }
+            if line == "failures:" || line.starts_with("test result:") {
+                reading = None;
+            }
+            if let Some(name) = &reading {
+                let text = said.entry(name.clone()).or_default();
+                // The panic and a few lines after it tell why; the backtrace does not.
+                if text.lines().count() < 12 {
+                    text.push_str("    ");
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }
         }
     }
     let _ = child.wait().map_err(|error| format!("waiting for cargo: {error}"))?;
@@ -99,10 +122,11 @@ fn round_failures(args: &[&str]) -> Result<Vec<String>, String> {
     Ok(failed
         .into_iter()
         .map(|(index, name)| {
+            let text = said.remove(&name).unwrap_or_default();
             let binary = index.checked_sub(1).and_then(|index| binaries.get(index));
             match binary {
-                Some(binary) => format!("{binary}: {name}"),
-                None => name,
+                Some(binary) => (format!("{binary}: {name}"), text),
+                None => (name, text),
             }
         })
         .collect())
