@@ -42,61 +42,10 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
     // Python first: every run forks this process, and a fork copies the page tables of whatever
     // V8 has mapped here by then, which adds milliseconds per Python run once TypeScript ran.
     if language != "typescript" {
-        // The figures of the table start a cell per run (no warm cell), back to back.
-        let cold = PythonConfig { warm_cell: false, ..PythonConfig::default() };
-        let python = PythonCodeRuntime::new(cold)?;
-        let bare = bare_python(python.executable(), samples);
-        let runtime: Arc<dyn CodeRuntime> = Arc::new(python);
-        let mut figures = tokio.block_on(measure(&runtime, samples, quick));
-        figures["trivial_run_ms"]["mode"] = json!("a fresh cell started for each run");
-        report["baselines"]["python_bare_start_ms"] = json!({"p50": bare, "n": samples});
-        report["ratios"]["py_trivial_vs_bare_python"] =
-            json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / bare);
-        // With the default warm cell, and the pause an agent's runs have between them (the
-        // model's turn), a run finds its cell started and its interpreter waiting.
-        let warm: Arc<dyn CodeRuntime> = Arc::new(PythonCodeRuntime::new(PythonConfig::default())?);
-        let (p50, p99) = tokio.block_on(trivial_runs(&warm, samples / 3, WARM_PAUSE));
-        figures["trivial_run_warm_ms"] = json!({
-            "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
-            "mode": "a fresh cell per run, started ahead of it (warm_cell), 50 ms between runs",
-        });
-        figures["sandbox_layers_ms"] = tokio.block_on(sandbox_layers(samples / 3));
-        figures["wall_clock_under_floods_ms"] = tokio.block_on(wall_clock_under_floods(&warm));
-        report["python"] = figures;
+        python_figures(&tokio, samples, quick, &mut report)?;
     }
-
     if language != "python" {
-        let node = node_worker_spawn(if quick { 20 } else { 60 });
-        report["baselines"]["node_worker_spawn_ms"] = node
-            .as_ref()
-            .map_or(JsonValue::Null, |p50| json!({"p50": p50, "n": if quick { 20 } else { 60 }}));
-        for (key, isolation, ratio) in [
-            ("typescript", Isolation::Process, "ts_trivial_vs_node_worker"),
-            ("typescript_thread", Isolation::Thread, "ts_thread_trivial_vs_node_worker"),
-        ] {
-            // This executable serves the cells (`main` calls `serve_cell_if_asked`).
-            let config = WorkerThreadConfig { isolation, ..WorkerThreadConfig::default() };
-            let runtime: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
-            let mut figures = tokio.block_on(measure(&runtime, samples, quick));
-            figures["trivial_run_ms"]["mode"] = json!(match isolation {
-                Isolation::Thread =>
-                    "a fresh isolate per run on a thread of this process (two made ahead), back to back",
-                _ => "a fresh isolate per run in a fresh cell (two started ahead), back to back",
-            });
-            if isolation == Isolation::Process {
-                let (p50, p99) = tokio.block_on(trivial_runs(&runtime, samples / 3, WARM_PAUSE));
-                figures["trivial_run_warm_ms"] = json!({
-                    "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
-                    "mode": "a fresh cell per run, started ahead of it (warm_cell), 50 ms between runs",
-                });
-            }
-            if let Some(node) = node {
-                report["ratios"][ratio] =
-                    json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / node);
-            }
-            tokio.block_on(runtime.dispose());
-            report[key] = figures;
-        }
+        typescript_figures(&tokio, samples, quick, &mut report)?;
     }
     let oneshots = if quick { 10 } else { 30 };
     for (key, run) in [("typescript", language != "python"), ("python", language != "typescript")] {
@@ -116,6 +65,78 @@ pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
         crate::print_stdout(&table(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The Python figures, and the bare interpreter's start as their baseline.
+fn python_figures(
+    tokio: &tokio::runtime::Runtime,
+    samples: usize,
+    quick: bool,
+    report: &mut JsonValue,
+) -> Result<(), Failure> {
+    // The figures of the table start a cell per run (no warm cell), back to back.
+    let cold = PythonConfig { warm_cell: false, ..PythonConfig::default() };
+    let python = PythonCodeRuntime::new(cold)?;
+    let bare = bare_python(python.executable(), samples);
+    let runtime: Arc<dyn CodeRuntime> = Arc::new(python);
+    let mut figures = tokio.block_on(measure(&runtime, samples, quick));
+    figures["trivial_run_ms"]["mode"] = json!("a fresh cell started for each run");
+    report["baselines"]["python_bare_start_ms"] = json!({"p50": bare, "n": samples});
+    report["ratios"]["py_trivial_vs_bare_python"] =
+        json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / bare);
+    // With the default warm cell, and the pause an agent's runs have between them (the
+    // model's turn), a run finds its cell started and its interpreter waiting.
+    let warm: Arc<dyn CodeRuntime> = Arc::new(PythonCodeRuntime::new(PythonConfig::default())?);
+    let (p50, p99) = tokio.block_on(trivial_runs(&warm, samples / 3, WARM_PAUSE));
+    figures["trivial_run_warm_ms"] = json!({
+        "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
+        "mode": "a fresh cell per run, started ahead of it (warm_cell), 50 ms between runs",
+    });
+    figures["sandbox_layers_ms"] = tokio.block_on(sandbox_layers(samples / 3));
+    figures["wall_clock_under_floods_ms"] = tokio.block_on(wall_clock_under_floods(&warm));
+    report["python"] = figures;
+    Ok(())
+}
+
+/// The TypeScript figures in both isolation modes, and a Node worker's start as their baseline.
+fn typescript_figures(
+    tokio: &tokio::runtime::Runtime,
+    samples: usize,
+    quick: bool,
+    report: &mut JsonValue,
+) -> Result<(), Failure> {
+    let node = node_worker_spawn(if quick { 20 } else { 60 });
+    report["baselines"]["node_worker_spawn_ms"] = node
+        .as_ref()
+        .map_or(JsonValue::Null, |p50| json!({"p50": p50, "n": if quick { 20 } else { 60 }}));
+    for (key, isolation, ratio) in [
+        ("typescript", Isolation::Process, "ts_trivial_vs_node_worker"),
+        ("typescript_thread", Isolation::Thread, "ts_thread_trivial_vs_node_worker"),
+    ] {
+        // This executable serves the cells (`main` calls `serve_cell_if_asked`).
+        let config = WorkerThreadConfig { isolation, ..WorkerThreadConfig::default() };
+        let runtime: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
+        let mut figures = tokio.block_on(measure(&runtime, samples, quick));
+        figures["trivial_run_ms"]["mode"] = json!(match isolation {
+            Isolation::Thread =>
+                "a fresh isolate per run on a thread of this process (two made ahead), back to back",
+            _ => "a fresh isolate per run in a fresh cell (two started ahead), back to back",
+        });
+        if isolation == Isolation::Process {
+            let (p50, p99) = tokio.block_on(trivial_runs(&runtime, samples / 3, WARM_PAUSE));
+            figures["trivial_run_warm_ms"] = json!({
+                "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
+                "mode": "a fresh cell per run, started ahead of it (warm_cell), 50 ms between runs",
+            });
+        }
+        if let Some(node) = node {
+            report["ratios"][ratio] =
+                json!(figures["trivial_run_ms"]["p50"].as_f64().unwrap_or(0.0) / node);
+        }
+        tokio.block_on(runtime.dispose());
+        report[key] = figures;
+    }
+    Ok(())
 }
 
 /// When a run's 2 s wall clock answers while two other runs flood the host with 100 MB lines on
@@ -378,6 +399,65 @@ fn node_worker_spawn(samples: usize) -> Option<f64> {
     String::from_utf8_lossy(&output.stdout).trim().parse().ok()
 }
 
+/// The lines of one language's figures.
+fn language_table(
+    out: &mut String,
+    report: &JsonValue,
+    language: &str,
+    figures: &JsonValue,
+    (bar_trivial, bar_rtt): (&str, &str),
+) {
+    let number = |path: &[&str]| {
+        path.iter()
+            .try_fold(figures, |value, key| value.get(*key))
+            .and_then(JsonValue::as_f64)
+            .unwrap_or(f64::NAN)
+    };
+    out.push_str(&format!("{}\n", language.replace('_', " ")));
+    out.push_str(&format!(
+        "  trivial run        p50 {:>8.2} ms  p99 {:>8.2} ms   (bar {bar_trivial})\n",
+        number(&["trivial_run_ms", "p50"]),
+        number(&["trivial_run_ms", "p99"])
+    ));
+    out.push_str(&format!(
+        "  binding round trip p50 {:>8.2} us                   (bar {bar_rtt})\n",
+        number(&["binding_rtt_us", "p50"])
+    ));
+    out.push_str(&format!(
+        "  100 x 20 fan-out   {} ok, {} failed, {:.2} s\n",
+        number(&["fanout_100x20", "ok"]),
+        number(&["fanout_100x20", "failed"]),
+        number(&["fanout_100x20", "seconds"])
+    ));
+    out.push_str(&format!("  idle live run      {:>8.2} MB\n", number(&["idle_run_rss_mb"])));
+    if figures.get("trivial_run_warm_ms").is_some() {
+        out.push_str(&format!(
+            "  warm cell run      p50 {:>8.2} ms  p99 {:>8.2} ms   (started ahead, 50 ms apart)\n",
+            number(&["trivial_run_warm_ms", "p50"]),
+            number(&["trivial_run_warm_ms", "p99"])
+        ));
+    }
+    if figures.get("wall_clock_under_floods_ms").is_some() {
+        out.push_str(&format!(
+            "  2 s wall clock     {:>8.0} ms while two runs send 100 MB lines  (bar <= 2500 ms)\n",
+            number(&["wall_clock_under_floods_ms", "ms"])
+        ));
+    }
+    if let Some(layers) = figures.get("sandbox_layers_ms").and_then(JsonValue::as_object) {
+        let listed: Vec<String> = layers
+            .iter()
+            .map(|(name, figure)| match figure["p50"].as_f64() {
+                Some(p50) => format!("{name} {p50:.2}"),
+                None => format!("{name} n/a"),
+            })
+            .collect();
+        out.push_str(&format!("  cold start, layers p50 ms: {}\n", listed.join(", ")));
+    }
+    if let Some(p50) = report["cli_oneshot_ms"][language]["p50"].as_f64() {
+        out.push_str(&format!("  one-shot CLI run   p50 {p50:>8.2} ms\n"));
+    }
+}
+
 fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
@@ -395,55 +475,8 @@ fn table(report: &JsonValue) -> String {
         ("typescript_thread", "<= 2 ms", "<= 10 us"),
         ("python", "<= 1.5x bare", "<= 60 us"),
     ] {
-        let Some(figures) = report.get(language) else { continue };
-        let number = |path: &[&str]| {
-            path.iter()
-                .try_fold(figures, |value, key| value.get(*key))
-                .and_then(JsonValue::as_f64)
-                .unwrap_or(f64::NAN)
-        };
-        out.push_str(&format!("{}\n", language.replace('_', " ")));
-        out.push_str(&format!(
-            "  trivial run        p50 {:>8.2} ms  p99 {:>8.2} ms   (bar {bar_trivial})\n",
-            number(&["trivial_run_ms", "p50"]),
-            number(&["trivial_run_ms", "p99"])
-        ));
-        out.push_str(&format!(
-            "  binding round trip p50 {:>8.2} us                   (bar {bar_rtt})\n",
-            number(&["binding_rtt_us", "p50"])
-        ));
-        out.push_str(&format!(
-            "  100 x 20 fan-out   {} ok, {} failed, {:.2} s\n",
-            number(&["fanout_100x20", "ok"]),
-            number(&["fanout_100x20", "failed"]),
-            number(&["fanout_100x20", "seconds"])
-        ));
-        out.push_str(&format!("  idle live run      {:>8.2} MB\n", number(&["idle_run_rss_mb"])));
-        if figures.get("trivial_run_warm_ms").is_some() {
-            out.push_str(&format!(
-                "  warm cell run      p50 {:>8.2} ms  p99 {:>8.2} ms   (started ahead, 50 ms apart)\n",
-                number(&["trivial_run_warm_ms", "p50"]),
-                number(&["trivial_run_warm_ms", "p99"])
-            ));
-        }
-        if figures.get("wall_clock_under_floods_ms").is_some() {
-            out.push_str(&format!(
-                "  2 s wall clock     {:>8.0} ms while two runs send 100 MB lines  (bar <= 2500 ms)\n",
-                number(&["wall_clock_under_floods_ms", "ms"])
-            ));
-        }
-        if let Some(layers) = figures.get("sandbox_layers_ms").and_then(JsonValue::as_object) {
-            let listed: Vec<String> = layers
-                .iter()
-                .map(|(name, figure)| match figure["p50"].as_f64() {
-                    Some(p50) => format!("{name} {p50:.2}"),
-                    None => format!("{name} n/a"),
-                })
-                .collect();
-            out.push_str(&format!("  cold start, layers p50 ms: {}\n", listed.join(", ")));
-        }
-        if let Some(p50) = report["cli_oneshot_ms"][language]["p50"].as_f64() {
-            out.push_str(&format!("  one-shot CLI run   p50 {p50:>8.2} ms\n"));
+        if let Some(figures) = report.get(language) {
+            language_table(&mut out, report, language, figures, (bar_trivial, bar_rtt));
         }
     }
     let baseline = |key: &str| {

@@ -60,23 +60,7 @@ pub(crate) async fn run_command(
         .acquire_owned()
         .await
         .map_err(|_| BindingError::new(format!("cannot start {name}: no command slot")))?;
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a user-declared binding command, not a Python child"
-    )]
-    let mut command = tokio::process::Command::new(name);
-    command
-        .args(&argv[1..])
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    let mut child = command
+    let mut child = command(argv)
         .spawn()
         .map_err(|error| BindingError::new(format!("cannot start {name}: {error}")))?;
     // Whatever happens next, the group goes with the call: a background grandchild included.
@@ -132,6 +116,28 @@ pub(crate) async fn run_command(
     let stdout = String::from_utf8_lossy(&out);
     json::parse_within(stdout.trim(), MAX_VALUE_BYTES)
         .map_err(|error| BindingError::new(format!("{name} printed no lossless JSON: {error}")))
+}
+
+/// The command of `argv`, with an empty environment bar `PATH`, its pipes, and a process group
+/// of its own.
+fn command(argv: &[String]) -> tokio::process::Command {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a user-declared binding command, not a Python child"
+    )]
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command
 }
 
 /// What happens to output past a pipe's cap.

@@ -36,7 +36,7 @@ impl PythonCell {
             args: command::cell_args(&probe.executable, script),
             read_only: probe.files.clone(),
             options: config.sandbox,
-            machine_cache: crate::probe::cache_dir(&config.probe_cache),
+            machine_cache: config.probe_cache.dir(),
         };
         let plan = CellPlan::new(&spec)?;
         Ok(Self { plan, max_processes: config.max_processes })

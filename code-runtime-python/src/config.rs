@@ -75,6 +75,18 @@ pub enum ProbeCache {
     Off,
 }
 
+impl ProbeCache {
+    /// The directory this names, if any: the interpreter's probe and the sandbox's probe of the
+    /// machine are remembered there.
+    pub(crate) fn dir(&self) -> Option<PathBuf> {
+        match self {
+            Self::Off => None,
+            Self::Dir(dir) => Some(dir.clone()),
+            Self::UserCache => code_runtime_sandbox::cache::user_dir(),
+        }
+    }
+}
+
 impl Default for PythonConfig {
     fn default() -> Self {
         Self {

@@ -137,7 +137,7 @@ impl PythonCodeRuntime {
     pub fn new(config: PythonConfig) -> Result<Self, PythonError> {
         config.validate()?;
         let host = Host::new("python", "process", config.limits, config.max_concurrent_runs)?;
-        let probe = probe::probe(&config)?;
+        let probe = probe::probe(&config, cell::PythonCell::check)?;
         let cell = cell::PythonCell::new(&probe, &config)?;
         let warm = warm::WarmCell::new(std::sync::Arc::new(warm::Launcher { config, probe, cell }));
         Ok(Self { warm, host })

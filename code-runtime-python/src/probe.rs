@@ -12,9 +12,7 @@ use std::process::Stdio;
 
 use code_runtime::json;
 
-use crate::cell::PythonCell;
 use crate::command::{self, BOOTSTRAP, Environment};
-use crate::config::ProbeCache;
 use crate::{PythonConfig, PythonError};
 
 /// The bootstrap, compiled once by the run's own interpreter: compiling the source costs a run
@@ -38,14 +36,22 @@ pub(crate) struct Probe {
     pub(crate) cached: bool,
 }
 
-/// Probes the interpreter of `config`, or reads the probe its cache holds for it.
-pub(crate) fn probe(config: &PythonConfig) -> Result<Probe, PythonError> {
-    let entry = cache_dir(&config.probe_cache)
+/// Probes the interpreter of `config`, or reads the probe its cache holds for it. A new probe is
+/// remembered only once `check` accepts it (the caller's test that the interpreter starts in its
+/// cell).
+pub(crate) fn probe(
+    config: &PythonConfig,
+    check: impl FnOnce(&Probe, &PythonConfig) -> Result<(), PythonError>,
+) -> Result<Probe, PythonError> {
+    let entry = config
+        .probe_cache
+        .dir()
         .and_then(|dir| Entry::for_interpreter(dir, &config.interpreter, &key_settings(config)));
     if let Some(probe) = entry.as_ref().and_then(Entry::read) {
         return Ok(probe);
     }
     let probe = probe_now(config)?;
+    check(&probe, config)?;
     if let Some(entry) = entry {
         // A cache that cannot be written is only a slower next start.
         let _ = entry.write(&probe);
@@ -78,9 +84,7 @@ fn probe_now(config: &PythonConfig) -> Result<Probe, PythonError> {
         )));
     }
     let bootstrap = compile_bootstrap(&executable).map_err(invalid)?;
-    let probe = Probe { executable, files, bootstrap, cached: false };
-    PythonCell::check(&probe, config)?;
-    Ok(probe)
+    Ok(Probe { executable, files, bootstrap, cached: false })
 }
 
 /// The interpreter's own binary, `/proc/self/exe` as it sees it: a shim started by a bare name
@@ -188,16 +192,6 @@ fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
 
 fn last_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).lines().last().unwrap_or("no output").to_owned()
-}
-
-/// The directory `cache` names, if any: the interpreter's probe and the sandbox's probe of the
-/// machine are remembered there.
-pub(crate) fn cache_dir(cache: &ProbeCache) -> Option<PathBuf> {
-    match cache {
-        ProbeCache::Off => None,
-        ProbeCache::Dir(dir) => Some(dir.clone()),
-        ProbeCache::UserCache => code_runtime_sandbox::cache::user_dir(),
-    }
 }
 
 /// One cache entry: a file named by the hash of its key, holding the key (so a hash collision is
@@ -324,12 +318,18 @@ fn header_field(bytes: &[u8], field: &str) -> Option<json::JsonValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ProbeCache;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("code-runtime-probe-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    /// A probe checked as the provider checks it.
+    fn probed(config: &PythonConfig) -> Result<Probe, PythonError> {
+        probe(config, crate::cell::PythonCell::check)
     }
 
     fn config(cache: &ProbeCache) -> PythonConfig {
@@ -340,10 +340,10 @@ mod tests {
     fn a_probe_is_remembered_and_reused() {
         let dir = scratch("reuse");
         let cache = ProbeCache::Dir(dir.clone());
-        let first = probe(&config(&cache)).unwrap();
+        let first = probed(&config(&cache)).unwrap();
         assert!(!first.cached);
         assert!(first.files.contains(&first.executable), "{:?}", first.files);
-        let second = probe(&config(&cache)).unwrap();
+        let second = probed(&config(&cache)).unwrap();
         assert!(second.cached, "the second construction reads the cache");
         assert_eq!(second.executable, first.executable);
         assert_eq!(second.files, first.files);
@@ -351,7 +351,7 @@ mod tests {
         // A different memory limit is a different entry.
         let mut other = config(&cache);
         other.limits.max_memory_mb = 256;
-        assert!(!probe(&other).unwrap().cached);
+        assert!(!probed(&other).unwrap().cached);
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -359,7 +359,7 @@ mod tests {
     fn an_entry_that_is_not_ours_or_is_stale_is_not_used() {
         let dir = scratch("stale");
         let cache = ProbeCache::Dir(dir.clone());
-        probe(&config(&cache)).unwrap();
+        probed(&config(&cache)).unwrap();
         let settings = key_settings(&config(&cache));
         let entry = Entry::for_interpreter(dir.clone(), Path::new("python3"), &settings).unwrap();
         let bytes = std::fs::read(&entry.path).unwrap();
@@ -373,7 +373,7 @@ mod tests {
         std::fs::write(&entry.path, text.as_bytes()).unwrap();
         assert!(entry.read().is_none());
         // Writable by others: not trusted.
-        probe(&config(&ProbeCache::Off)).unwrap();
+        probed(&config(&ProbeCache::Off)).unwrap();
         std::fs::write(&entry.path, &bytes).unwrap();
         assert!(entry.read().is_some());
         std::fs::set_permissions(&entry.path, std::os::unix::fs::PermissionsExt::from_mode(0o666))

@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn a_warm_cell_is_alive_and_closing_ends_the_next_before_it_returns() {
         let config = PythonConfig::default();
-        let probe = crate::probe::probe(&config).unwrap();
+        let probe = crate::probe::probe(&config, PythonCell::check).unwrap();
         let cell = PythonCell::new(&probe, &config).unwrap();
         let warm = WarmCell::new(Arc::new(Launcher { config, probe, cell }));
         let mut launched =

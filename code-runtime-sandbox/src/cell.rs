@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::child::{self, MOUNT_STEPS, Stage};
-use crate::plan::{CELL_ID, CellLimits, CellPlan, Fds, Maps, Plan, Spawn};
+use crate::plan::{CELL_ID, CellLimits, Fds, Maps, Plan, Spawn};
 use crate::{Containment, SandboxError};
 
 /// The descriptors a cell's program gets as 0, 1, 2 and 3.
@@ -484,31 +484,18 @@ pub(crate) fn start(
     let root = euid == 0;
     let outer = next_outer_id();
     let (work_dir, host_work_dir) = work_dir(plan, root.then_some(outer))?;
-    let mut home = b"HOME=".to_vec();
-    home.extend_from_slice(work_dir.as_bytes());
-    let home = CString::new(home).map_err(|_| {
-        start_error("naming the work directory", io::Error::from(io::ErrorKind::InvalidInput))
-    })?;
+    let home = home_variable(&work_dir)?;
     let user_namespace = plan.namespaces.as_ref().is_some_and(|namespaces| namespaces.user);
     // Held until the clone has copied them.
     let detached = crate::mounts::detached_trees(&plan.steps);
     let trees: Vec<libc::c_int> =
         detached.iter().map(|tree| tree.as_ref().map_or(-1, AsRawFd::as_raw_fd)).collect();
-    let mut held_trees: Vec<libc::c_int> = trees.iter().copied().filter(|fd| *fd >= 0).collect();
-    held_trees.sort_unstable();
     let spawn = Spawn {
-        fds: Fds {
-            stdin: io.stdin.as_raw_fd(),
-            stdout: io.stdout.as_raw_fd(),
-            stderr: io.stderr.as_raw_fd(),
-            channel: io.channel.as_raw_fd(),
-            report: report_write.as_raw_fd(),
-            sync: sync_read.as_raw_fd(),
-        },
+        fds: io.fds(&report_write, &sync_read),
         rlimits: crate::plan::rlimits(limits, plan.containment.process_limit),
         tmp_options: crate::mounts::tmp_options(limits.memory_bytes)?,
+        held_trees: held(&trees),
         trees,
-        held_trees,
         self_maps: (user_namespace && !root).then(|| Maps {
             uid: format!("{CELL_ID} {euid} 1").into_bytes(),
             gid: format!("{CELL_ID} {egid} 1").into_bytes(),
@@ -528,34 +515,17 @@ pub(crate) fn start(
         host_strings: crate::plan::HostStrings::of_this_process(),
         dry_run,
     };
-    let flags = plan.namespaces.as_ref().map_or(0, |namespaces| namespaces.clone_flags());
-    let mut pidfd: libc::c_int = -1;
-    let args = CloneArgs {
-        flags: flags | libc::CLONE_PIDFD as u64,
-        pidfd: &mut pidfd as *mut libc::c_int as u64,
-        exit_signal: libc::SIGCHLD as u64,
-        ..CloneArgs::default()
+    let (pid, pidfd) = match clone_init(plan, &spawn) {
+        Ok(cloned) => cloned,
+        Err(error) => {
+            remove(host_work_dir);
+            return Err(start_error("cloning the cell", error));
+        }
     };
-    // SAFETY: clone3 with fork semantics (no CLONE_VM): the child gets a copy of this thread and
-    // runs only `child::init`, which never returns and makes system calls only.
-    let pid = unsafe {
-        libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, size_of::<CloneArgs>())
-    };
-    if pid == 0 {
-        // SAFETY: this is the child of the clone above.
-        unsafe { child::init(plan, &spawn) };
-    }
-    if pid < 0 {
-        let error = io::Error::last_os_error();
-        remove(host_work_dir);
-        return Err(start_error("cloning the cell", error));
-    }
-    // SAFETY: CLONE_PIDFD wrote a descriptor we now own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     drop((report_write, sync_read, io, detached));
     let mut cell = Cell {
         pidfd,
-        pid: pid as libc::pid_t,
+        pid,
         worker: None,
         plan: plan.clone(),
         host_work_dir,
@@ -573,6 +543,63 @@ pub(crate) fn start(
     // Once ready, the worker is the init's only child.
     cell.worker = children(cell.pid).first().and_then(|&worker| pidfd_open(worker));
     Ok(cell)
+}
+
+impl CellIo {
+    /// The descriptors the cell's init holds: these, and its ends of the report and sync pipes.
+    fn fds(&self, report: &OwnedFd, sync: &OwnedFd) -> Fds {
+        Fds {
+            stdin: self.stdin.as_raw_fd(),
+            stdout: self.stdout.as_raw_fd(),
+            stderr: self.stderr.as_raw_fd(),
+            channel: self.channel.as_raw_fd(),
+            report: report.as_raw_fd(),
+            sync: sync.as_raw_fd(),
+        }
+    }
+}
+
+/// Clones the cell's init, which runs `child::init` with `spawn`: its pid and a pidfd of it.
+fn clone_init(plan: &Arc<Plan>, spawn: &Spawn) -> io::Result<(libc::pid_t, OwnedFd)> {
+    let flags = plan.namespaces.as_ref().map_or(0, |namespaces| namespaces.clone_flags());
+    let mut pidfd: libc::c_int = -1;
+    let args = CloneArgs {
+        flags: flags | libc::CLONE_PIDFD as u64,
+        pidfd: &mut pidfd as *mut libc::c_int as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: clone3 with fork semantics (no CLONE_VM): the child gets a copy of this thread and
+    // runs only `child::init`, which never returns and makes system calls only.
+    let pid = unsafe {
+        libc::syscall(libc::SYS_clone3, &args as *const CloneArgs, size_of::<CloneArgs>())
+    };
+    if pid == 0 {
+        // SAFETY: this is the child of the clone above.
+        unsafe { child::init(plan, spawn) };
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: CLONE_PIDFD wrote a descriptor we now own.
+    Ok((pid as libc::pid_t, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+}
+
+/// The program's whole environment: `HOME=` its work directory.
+fn home_variable(work_dir: &CString) -> Result<CString, SandboxError> {
+    let mut home = b"HOME=".to_vec();
+    home.extend_from_slice(work_dir.as_bytes());
+    CString::new(home).map_err(|_| SandboxError::Start {
+        step: "naming the work directory",
+        source: io::Error::from(io::ErrorKind::InvalidInput),
+    })
+}
+
+/// The descriptors among `trees` (-1 for none), sorted: the ones the child keeps open.
+fn held(trees: &[libc::c_int]) -> Vec<libc::c_int> {
+    let mut held: Vec<libc::c_int> = trees.iter().copied().filter(|fd| *fd >= 0).collect();
+    held.sort_unstable();
+    held
 }
 
 fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
@@ -693,25 +720,5 @@ fn mount_step_name(plan: &Plan, index: usize) -> &'static str {
         Some(Step::Proc { .. }) => "mounting /proc",
         Some(Step::ReadOnlyRoot) => "making the root read-only",
         None => "a mount step",
-    }
-}
-
-impl CellPlan {
-    /// Starts one cell of this plan with `io` as its program's descriptors and `limits`, on the
-    /// spawner thread
-    /// (the parent-death signal of a cell follows the thread that started it, so that thread
-    /// lives as long as the process).
-    ///
-    /// # Errors
-    ///
-    /// [`SandboxError::Start`] with the step that failed.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future before the cell is handed over kills and reaps it on the spawner
-    /// thread.
-    pub async fn start(&self, io: CellIo, limits: CellLimits) -> Result<Cell, SandboxError> {
-        let plan = self.plan.clone();
-        crate::spawner::run(move || start(&plan, io, &limits, false)).await
     }
 }

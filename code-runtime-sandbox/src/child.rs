@@ -351,20 +351,8 @@ unsafe fn mount_step(
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             )),
-            Step::Tmpfs { target, options } => ok(libc::mount(
-                c"tmpfs".as_ptr(),
-                target.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                options.as_ptr().cast(),
-            )),
-            Step::CellTmp { target } => ok(libc::mount(
-                c"tmpfs".as_ptr(),
-                target.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                tmp_options.as_ptr().cast(),
-            )),
+            Step::Tmpfs { target, options } => ok(mount_tmpfs(target, options)),
+            Step::CellTmp { target } => ok(mount_tmpfs(target, tmp_options)),
             Step::Dir { path, mode } => {
                 if libc::mkdir(path.as_ptr(), *mode) == -1 && errno() != libc::EEXIST {
                     return Err(errno());
@@ -381,33 +369,7 @@ unsafe fn mount_step(
                 ok(fd)?;
                 ok(libc::close(fd))
             }
-            Step::Bind { target, .. } if tree >= 0 => {
-                // The host set the flags on the tree; attaching it is all.
-                ok(libc::syscall(
-                    libc::SYS_move_mount,
-                    tree,
-                    c"".as_ptr(),
-                    libc::AT_FDCWD,
-                    target.as_ptr(),
-                    libc::MOVE_MOUNT_F_EMPTY_PATH,
-                ) as libc::c_int)
-            }
-            Step::Bind { source, target, flags, .. } => {
-                ok(libc::mount(
-                    source.as_ptr(),
-                    target.as_ptr(),
-                    null,
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ))?;
-                ok(libc::mount(
-                    null,
-                    target.as_ptr(),
-                    null,
-                    libc::MS_BIND | libc::MS_REMOUNT | flags,
-                    std::ptr::null(),
-                ))
-            }
+            Step::Bind { source, target, flags, .. } => bind(source, target, *flags, tree),
             Step::Symlink { target, path } => ok(libc::symlink(target.as_ptr(), path.as_ptr())),
             Step::PivotRoot { new_root } => pivot_root(new_root),
             Step::Proc { target, options } => ok(libc::mount(
@@ -425,6 +387,69 @@ unsafe fn mount_step(
                 std::ptr::null(),
             )),
         }
+    }
+}
+
+/// Mounts a tmpfs at `target` with `options` (its size and mode).
+///
+/// # Safety
+///
+/// Only in the cell's child, in its own mount namespace.
+unsafe fn mount_tmpfs(target: &CString, options: &CString) -> libc::c_int {
+    // SAFETY: NUL-terminated strings prepared before the clone.
+    unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            target.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            options.as_ptr().cast(),
+        )
+    }
+}
+
+/// Binds `source` at `target` with `flags`: by attaching the detached `tree` the host opened for
+/// it (with its flags set), or, where the host could not open one (`tree` is -1), by a recursive
+/// bind and a remount with the flags, which applies them to the top mount only.
+///
+/// # Safety
+///
+/// Only in the cell's child, in its own mount namespace.
+unsafe fn bind(
+    source: &CString,
+    target: &CString,
+    flags: libc::c_ulong,
+    tree: libc::c_int,
+) -> Result<(), libc::c_int> {
+    let null = std::ptr::null::<libc::c_char>();
+    let ok = |result: libc::c_int| if result == -1 { Err(errno()) } else { Ok(()) };
+    // SAFETY: system calls on NUL-terminated strings prepared before the clone and on the
+    // descriptor the host passed.
+    unsafe {
+        if tree >= 0 {
+            return ok(libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                target.as_ptr(),
+                libc::MOVE_MOUNT_F_EMPTY_PATH,
+            ) as libc::c_int);
+        }
+        ok(libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))?;
+        ok(libc::mount(
+            null,
+            target.as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REMOUNT | flags,
+            std::ptr::null(),
+        ))
     }
 }
 

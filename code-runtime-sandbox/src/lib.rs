@@ -57,6 +57,7 @@
 
 pub mod cache;
 mod cell;
+mod cell_plan;
 mod child;
 mod containment;
 mod error;
@@ -69,7 +70,8 @@ mod spawner;
 mod watch;
 
 pub use crate::cell::{Cell, CellExit, CellIo, Usage, pipe};
+pub use crate::cell_plan::{CellPlan, CellSpec};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
-pub use crate::plan::{CellLimits, CellPlan, CellSpec, DEFAULT_PROCESSES};
+pub use crate::plan::{CellLimits, DEFAULT_PROCESSES};
 pub use crate::watch::WatchedCell;

@@ -289,6 +289,20 @@ impl Entry {
     }
 }
 
+impl Machine {
+    /// Whether cells get namespaces: `Some(true)` with a user namespace, `Some(false)` without
+    /// one (a root host that cannot make user namespaces), `None` without namespaces.
+    pub(crate) fn namespaces(&self) -> Option<bool> {
+        if self.user_namespaces {
+            Some(true)
+        } else if self.root_namespaces {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

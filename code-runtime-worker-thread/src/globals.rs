@@ -11,24 +11,14 @@ use code_runtime::provider::{CallId, Event, FunctionId, ProgramGlobal, catalogue
 use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
 
 use crate::convert::{self, Refused};
-use crate::isolate::Program;
 use crate::message::Outbox;
 use crate::meter::{Halt, Meter};
+use crate::program::{NamespaceSetup, Program};
 use crate::render;
 use crate::state::{
     self, Bounds, ErrorClass, Intrinsics, Member, Pending, Run, RunState, Timer, Tools,
 };
 use crate::termination::Cause;
-
-/// What the isolate thread knows of one namespace.
-#[derive(Debug)]
-pub(crate) struct NamespaceSetup {
-    pub(crate) global: String,
-    pub(crate) names: Vec<String>,
-    /// Per name, the positional argument names (`BindingFunction::parameters`), if any.
-    pub(crate) parameters: Vec<Option<Vec<String>>>,
-    pub(crate) error_class: Option<(String, String)>,
-}
 
 /// Builds the program's environment and the run; returns the run and the wrapper's arguments
 /// (`console`, the namespaces, the error classes, the other globals, in the wrapper's parameter

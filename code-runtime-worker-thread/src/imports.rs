@@ -9,8 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::globals::NamespaceSetup;
-use crate::strip::StripError;
+use crate::program::NamespaceSetup;
 
 /// Statements longer than this many lines are not taken for an import.
 const MAX_IMPORT_LINES: usize = 64;
@@ -20,8 +19,9 @@ const MAX_IMPORT_LINES: usize = 64;
 ///
 /// # Errors
 ///
-/// An import nothing satisfies, naming what was imported, from where, and the globals there are.
-pub(crate) fn resolved(program: &str, namespaces: &[NamespaceSetup]) -> Result<String, StripError> {
+/// An import nothing satisfies: the message names what was imported, from where, and the
+/// globals there are.
+pub(crate) fn resolved(program: &str, namespaces: &[NamespaceSetup]) -> Result<String, String> {
     let lines: Vec<&str> = program.split_inclusive('\n').collect();
     let mut out = String::with_capacity(program.len());
     let mut index = 0;
@@ -91,7 +91,7 @@ fn without_export(line: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The `const` declarations that satisfy one import statement (empty for a type-only import).
-fn import(statement: &str, namespaces: &[NamespaceSetup]) -> Result<String, StripError> {
+fn import(statement: &str, namespaces: &[NamespaceSetup]) -> Result<String, String> {
     let text = statement.split_whitespace().collect::<Vec<_>>().join(" ");
     let body = text.strip_prefix("import").unwrap_or(&text).trim();
     let body = body.strip_suffix(';').unwrap_or(body).trim();
@@ -101,7 +101,7 @@ fn import(statement: &str, namespaces: &[NamespaceSetup]) -> Result<String, Stri
         None => ("", unquoted(body)),
     };
     let specifier = specifier.unwrap_or_default();
-    let unresolved = |what: &str| StripError::new(unresolved(what, specifier, namespaces));
+    let unresolved = |what: &str| unresolved(what, specifier, namespaces);
     if clause.is_empty() {
         return Err(unresolved(&format!("\"{specifier}\"")));
     }
@@ -213,7 +213,7 @@ fn unresolved(what: &str, specifier: &str, namespaces: &[NamespaceSetup]) -> Str
 #[cfg(test)]
 mod tests {
     use super::resolved;
-    use crate::globals::NamespaceSetup;
+    use crate::program::NamespaceSetup;
 
     fn namespaces() -> Vec<NamespaceSetup> {
         let namespace = |global: &str, names: &[&str]| NamespaceSetup {

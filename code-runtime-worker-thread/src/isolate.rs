@@ -7,48 +7,21 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use code_runtime::provider::{
-    CpuClock, Ending, Event, ProgramGlobal, StopReason, ToolIndex, catalogue,
-};
+use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
 use code_runtime::{BindingError, JsonValue};
 
 use crate::convert::{self, Refused};
-use crate::globals::{self, NamespaceSetup};
+use crate::globals;
 use crate::memory::{self, HeapGuard, MemoryBudget};
 use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::meter::{Halt, Meter};
+use crate::program::{Program, Shape};
 use crate::state::{Bounds, Pending, Run};
 use crate::termination::{Cause, Termination};
 use crate::{platform, render};
 
 /// How often an idle isolate thread looks for foreground tasks of V8's own.
 const PLATFORM_POLL: Duration = Duration::from_millis(10);
-
-/// What an isolate is made with before its program is known: the same for every run of a
-/// provider under the same limits, so a cell makes its isolate while it waits for a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Shape {
-    pub(crate) max_memory_mb: u64,
-    pub(crate) allow_eval: bool,
-    pub(crate) allow_wasm: bool,
-}
-
-/// The run's program and what it may print, the same in both isolation modes (a cell receives
-/// it as its setup frame).
-#[derive(Debug)]
-pub(crate) struct Program {
-    /// The stripped program (see `strip::strip_program`).
-    pub(crate) body: String,
-    /// The names the program sees its environment under, in the order `globals::install` hands
-    /// the values: `console`, the namespaces, the error classes, then `globals`' names.
-    pub(crate) parameters: Vec<String>,
-    pub(crate) namespaces: Vec<NamespaceSetup>,
-    /// The globals besides those (bare functions, `call_tool`, values), in parameter order.
-    pub(crate) globals: Vec<ProgramGlobal>,
-    /// What `call_tool` resolves, when the program has it.
-    pub(crate) tools: Option<ToolIndex>,
-    pub(crate) max_output_bytes: usize,
-}
 
 /// What the isolate thread shares with whoever watches it, all of it `Send`.
 pub(crate) struct Setup {

@@ -79,6 +79,7 @@ mod message;
 mod meter;
 mod platform;
 mod process;
+mod program;
 mod render;
 mod state;
 mod strip;
@@ -190,8 +191,8 @@ impl WorkerThreadCodeRuntime {
     /// `thread` isolation: a run's isolate thread, one started ahead when it fits.
     async fn thread(
         &self,
-        shape: isolate::Shape,
-        program: isolate::Program,
+        shape: program::Shape,
+        program: program::Program,
     ) -> Result<substrate::IsolateSubstrate, Ending> {
         // Only a run under the provider's own limits takes one (its heap limit is set).
         let fits = shape == substrate::shape(&self.config, &self.config.limits);

@@ -32,7 +32,7 @@ use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::config::WorkerThreadConfig;
-use crate::isolate::{Program, Shape};
+use crate::program::{Program, Shape};
 use crate::wire::{self, FromCell, Unread};
 use crate::{WorkerThreadError, cell};
 

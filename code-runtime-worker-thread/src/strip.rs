@@ -11,8 +11,8 @@ use swc_ecma_ast::{Decl, Expr, Stmt};
 use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax};
 use swc_ts_fast_strip::{Mode, Options};
 
-use crate::globals::NamespaceSetup;
 use crate::imports;
+use crate::program::NamespaceSetup;
 
 /// The largest program accepted, in bytes (a megabyte is far beyond what a model writes in one
 /// turn). swc's parser and visitors recurse once per level of syntax nesting, and one byte can be
@@ -46,12 +46,6 @@ pub(crate) struct Stripped {
 #[error("{0}")]
 pub(crate) struct StripError(String);
 
-impl StripError {
-    pub(crate) fn new(message: String) -> Self {
-        Self(message)
-    }
-}
-
 /// Strips the types from `program`, on a stack of its own whose size fits the program's (see
 /// [`MAX_PROGRAM_BYTES`]): whatever the program nests, the strip cannot overflow a stack.
 ///
@@ -68,7 +62,7 @@ pub(crate) fn strip_program(
             program.len()
         )));
     }
-    let program = imports::resolved(program, namespaces)?;
+    let program = imports::resolved(program, namespaces).map_err(StripError)?;
     let source = format!("{PARSE_HEADER}{}{PARSE_TRAILER}", exported_default(&program));
     let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
     // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and

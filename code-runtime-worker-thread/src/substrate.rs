@@ -17,9 +17,10 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::config::WorkerThreadConfig;
-use crate::globals::NamespaceSetup;
-use crate::isolate::{self, Program, Setup, Shape};
+use crate::isolate::{self, Setup};
 use crate::message::{Inbox, Outbox, ToIsolate};
+use crate::program::NamespaceSetup;
+use crate::program::{Program, Shape};
 use crate::termination::{Cause, Termination};
 use crate::{platform, strip};
 

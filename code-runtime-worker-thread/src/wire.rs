@@ -23,7 +23,7 @@ use code_runtime::provider::{
 };
 use code_runtime::{BindingArgs, BindingError};
 
-use crate::isolate::{Program, Shape};
+use crate::program::{Program, Shape};
 
 /// How frames spell numbers: integers with their exact digits, as [`json::parse`] reads them
 /// back (ECMAScript's spelling of 2^60, `1152921504606847000`, is not that integer).
@@ -340,7 +340,7 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
                     .collect::<Option<Vec<_>>>()?,
                 Some(_) => return None,
             };
-            Some(crate::globals::NamespaceSetup {
+            Some(crate::program::NamespaceSetup {
                 global: string(namespace.get("global")?)?,
                 names,
                 parameters,
@@ -442,7 +442,7 @@ fn take(body: &mut JsonValue, key: &str) -> Option<JsonValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::globals::NamespaceSetup;
+    use crate::program::NamespaceSetup;
 
     fn payload(frame: &[u8]) -> &[u8] {
         let len = u32::from_be_bytes(frame[..LENGTH_BYTES].try_into().unwrap()) as usize;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input_schema::InputSchema;
 use crate::json::{self, JsonValue};
-use crate::provider::Held;
+use crate::memory::Held;
 
 /// The future a [`BindingFunction`] returns.
 pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingError>> + Send>>;

@@ -16,9 +16,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::binding::BindingError;
 use crate::json::{self, JsonValue};
-use crate::provider::catalogue;
 
 /// The deepest argument a schema check walks. Deeper ones are refused before the check: the
 /// validator recurses once or more per level, on whatever thread runs the host loop.
@@ -62,24 +60,32 @@ impl InputSchema {
         Ok(Self { validator })
     }
 
-    /// Checks one call's argument; the rejection the program sees when it does not match.
-    pub(crate) fn check(&self, label: &str, args: &JsonValue) -> Result<(), BindingError> {
+    /// Checks one call's argument: `Err` says how it fails (the caller words the rejection the
+    /// program sees).
+    pub(crate) fn check(&self, args: &JsonValue) -> Result<(), Mismatch> {
         if json::nests_deeper_than(args, MAX_CHECKED_DEPTH) {
-            return Err(BindingError::new(catalogue::argument_too_deep(label, MAX_CHECKED_DEPTH))
-                .with_data(crate::json!({ "path": "", "schemaPath": "" })));
+            return Err(Mismatch::TooDeep { limit: MAX_CHECKED_DEPTH });
         }
         // Within `MAX_CHECKED_DEPTH`, which is at most `SERDE_DEPTH`: the copy is made.
         let Ok(args) = args.to_serde_json() else {
-            return Err(BindingError::new(catalogue::argument_too_deep(label, MAX_CHECKED_DEPTH)));
+            return Err(Mismatch::TooDeep { limit: MAX_CHECKED_DEPTH });
         };
         let Err(error) = self.validator.validate(&args) else { return Ok(()) };
         let path = error.instance_path().to_string();
         let schema_path = error.schema_path().to_string();
         let detail = bounded(&error);
-        drop(error);
-        Err(BindingError::new(catalogue::argument_mismatch(label, &path, &detail))
-            .with_data(crate::json!({ "path": path, "schemaPath": schema_path })))
+        Err(Mismatch::Value { path, schema_path, detail })
     }
+}
+
+/// How an argument fails its schema.
+#[derive(Debug)]
+pub(crate) enum Mismatch {
+    /// It nests deeper than the check walks: refused unchecked.
+    TooDeep { limit: usize },
+    /// A value of it does not match: where (a JSON Pointer), which rule of the schema, and the
+    /// validator's words, cut short.
+    Value { path: String, schema_path: String, detail: String },
 }
 
 impl fmt::Debug for InputSchema {

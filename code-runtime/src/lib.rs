@@ -73,6 +73,7 @@ mod event;
 mod input_schema;
 pub mod json;
 mod limits;
+mod memory;
 mod program_text;
 pub mod provider;
 mod request;

@@ -1,7 +1,6 @@
 //! [`Limits`]: the budgets every provider enforces, with their defaults and their validation.
 
 use crate::error::{ConfigError, ContractError};
-use crate::provider::OutputLedger;
 use crate::request::RunLimits;
 
 /// The budgets of every run of a provider. Part of each provider's configuration and validated
@@ -22,7 +21,7 @@ pub struct Limits {
     /// free slot of the provider counts); it never pauses. Must be at most 2 147 483 647 (about
     /// 24.8 days). Default 600 000. The command line calls it `--timeout-ms`.
     pub max_wall_ms: u64,
-    /// The combined output budget of [`OutputLedger`], in bytes: at least 4, at most 2^53 - 1.
+    /// The combined output budget of the output ledger, in bytes: at least 4, at most 2^53 - 1.
     /// Default 67 108 864 (64 MiB).
     pub max_output_bytes: u64,
     /// Memory the program may use, in MiB. What that covers differs by provider (V8 heap plus
@@ -46,6 +45,10 @@ impl Limits {
     /// The largest accepted `max_wall_ms`: the largest positive `i32`, the common ceiling of timer
     /// APIs, which keeps every wall deadline representable in either language's runtime.
     pub const MAX_WALL_MS: u64 = 2_147_483_647;
+
+    /// The smallest accepted `max_output_bytes`: the empty log array `[]` plus the quotes of an
+    /// empty diagnostic, the least the output ledger can account.
+    pub const MIN_OUTPUT_BYTES: u64 = 4;
 
     /// The largest accepted `max_output_bytes`: the largest integer a double holds exactly, so the
     /// budget reads the same in JavaScript.
@@ -78,7 +81,7 @@ impl Limits {
                 self.max_wall_ms,
             ));
         }
-        let min_output = OutputLedger::MIN_MAX_OUTPUT_BYTES as u64;
+        let min_output = Self::MIN_OUTPUT_BYTES;
         if !(min_output..=Self::MAX_OUTPUT_BYTES).contains(&self.max_output_bytes) {
             return Err(ConfigError::new(
                 "max_output_bytes",
@@ -87,11 +90,6 @@ impl Limits {
             ));
         }
         Ok(())
-    }
-
-    /// A fresh ledger for one run under these limits.
-    pub fn ledger(&self) -> OutputLedger {
-        OutputLedger::new(self.output_bytes())
     }
 
     /// `max_output_bytes` as a `usize`. Validated limits fit on every 64-bit target; saturates
@@ -137,7 +135,7 @@ impl Limits {
                 self.max_pending_calls,
             )?,
         };
-        if limits.max_output_bytes < OutputLedger::MIN_MAX_OUTPUT_BYTES as u64 {
+        if limits.max_output_bytes < Self::MIN_OUTPUT_BYTES {
             return Err(ContractError::InvalidRunLimit {
                 key: "max_output_bytes",
                 value: limits.max_output_bytes,

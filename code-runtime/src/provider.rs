@@ -32,28 +32,25 @@ mod globals;
 mod hint;
 mod host;
 mod ledger;
-mod memory;
 pub mod reactor;
 mod report;
 mod spare;
 
 pub use crate::binding::BindingFuture;
+pub use crate::memory::{Held, HostMemory, LOG_LINE_BYTES, OverBudget};
 pub use crate::program_text::unfenced;
 pub use crate::provider::clock::CpuClock;
 pub use crate::provider::dispatch::{BindingTable, CallId, FunctionId};
 pub use crate::provider::ending::{Ending, StopReason};
 pub use crate::provider::gate::{DEFAULT_MAX_CONCURRENT_RUNS, RunGate, RunPermit};
-pub use crate::provider::globals::{
-    CALL_TOOL, MAX_VALUE_DEPTH, ProgramGlobal, ProgramGlobals, ToolIndex,
-};
+pub use crate::provider::globals::{ProgramGlobal, ProgramGlobals, ToolIndex};
 pub use crate::provider::host::{Event, Host, Start, Substrate, Teardown};
 pub use crate::provider::ledger::{Admission, OutputLedger};
-pub use crate::provider::memory::{Held, HostMemory, LOG_LINE_BYTES, OverBudget};
 pub use crate::provider::spare::Spare;
 pub use crate::validation::{
-    PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,
-    RESERVED_ERROR_MEMBERS, SHADOWED_GLOBALS, is_dunder_member, is_portable_identifier,
-    is_usable_identifier, validate_bindings, validate_request,
+    CALL_TOOL, MAX_VALUE_DEPTH, PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME,
+    RESERVED_BINDING_GLOBALS, RESERVED_ERROR_MEMBERS, SHADOWED_GLOBALS, is_dunder_member,
+    is_portable_identifier, is_usable_identifier, validate_bindings, validate_request,
 };
 /// Re-exported because [`CodeRuntime`](crate::CodeRuntime) is declared with it; implementors
 /// write `#[code_runtime::provider::async_trait]`.

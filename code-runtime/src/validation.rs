@@ -9,8 +9,15 @@ use std::collections::HashSet;
 use crate::binding::CodeBindingNamespace;
 use crate::error::ContractError;
 use crate::json;
-use crate::provider::{CALL_TOOL, MAX_VALUE_DEPTH};
 use crate::request::CodeRunRequest;
+
+/// The name of the global that calls a function by its name
+/// ([`CodeRunRequest::call_tool`](crate::CodeRunRequest::call_tool)).
+pub const CALL_TOOL: &str = "call_tool";
+
+/// How deeply a value of the request may nest: every substrate builds it before the program
+/// runs, and the Python child parses it with the interpreter's recursive JSON reader.
+pub const MAX_VALUE_DEPTH: usize = 256;
 
 /// Reserved words of ECMAScript (reserved and strict-mode reserved, 48) and Python keywords and soft
 /// keywords not already listed (23). Case-sensitive. `type` and `_` are Python soft keywords,

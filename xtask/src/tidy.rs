@@ -3,8 +3,10 @@
 //! - every Rust file starts with a `//!` comment saying what it is for;
 //! - every crate opts into the workspace lints;
 //! - no module is named `utils` (module names are nouns for the things in them);
-//! - no function in a provider crate's sources is longer than 80 lines (a function that needs a
-//!   scroll bar is two functions);
+//! - no function in a crate's sources (its tests aside) is longer than 80 lines (a function that
+//!   needs a scroll bar is two functions);
+//! - no two modules of a crate depend on each other, however indirectly (module cycles hide which
+//!   one is the leaf; plain data goes in a module of its own that both use);
 //! - every file docs/conformance.md names exists, and every test it names is in that file.
 
 use std::fs;
@@ -12,20 +14,19 @@ use std::path::{Path, PathBuf};
 
 use crate::toolchain::project_root;
 
-const CRATES: [&str; 7] = [
+const CRATES: [&str; 8] = [
     "code-runtime",
     "code-runtime-worker-thread",
     "code-runtime-python",
+    "code-runtime-sandbox",
     "code-runtime-fixtures",
     "code-runtime-cli",
     "xtask",
     "conformance",
 ];
 
-/// The crates whose functions must stay short: the providers.
-const PROVIDERS: [&str; 2] = ["code-runtime-worker-thread", "code-runtime-python"];
-
-/// The longest function a provider may have, in lines, signature and closing brace included.
+/// The longest function a crate's sources may have, in lines, signature and closing brace
+/// included.
 const MAX_FUNCTION_LINES: usize = 80;
 
 pub(crate) fn run() -> Result<(), String> {
@@ -40,6 +41,7 @@ pub(crate) fn run() -> Result<(), String> {
         }
         let mut files = Vec::new();
         collect_rust_files(&dir, &mut files).map_err(|e| format!("{krate}: {e}"))?;
+        let mut modules = ModuleGraph::default();
         for file in files {
             let shown = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
             let text = fs::read_to_string(&file).map_err(|e| format!("{shown}: {e}"))?;
@@ -49,13 +51,24 @@ pub(crate) fn run() -> Result<(), String> {
             if file.file_stem().is_some_and(|stem| stem == "utils") {
                 problems.push(format!("{shown}: name modules after what they hold, not `utils`"));
             }
-            if PROVIDERS.contains(&krate) && file.starts_with(dir.join("src")) {
-                for (line, name, length) in long_functions(&text) {
+            if file.starts_with(dir.join("src")) {
+                let code = without_tests(&text);
+                for (line, name, length) in long_functions(code) {
                     problems.push(format!(
                         "{shown}:{line}: fn {name} is {length} lines (at most {MAX_FUNCTION_LINES})"
                     ));
                 }
+                if let Some(module) = top_module(&dir.join("src"), &file) {
+                    modules.add(&module, code);
+                }
             }
+        }
+        for cycle in modules.cycles() {
+            problems.push(format!(
+                "{krate}: modules {} depend on each other (a cycle; move what they share into a \
+                 module of its own)",
+                cycle.join(", ")
+            ));
         }
     }
     problems.extend(conformance_map(&root));
@@ -115,6 +128,121 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
     found
 }
 
+/// `text` up to its unit tests (`#[cfg(test)]`, which this workspace puts last in a file).
+fn without_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |end| &text[..end])
+}
+
+/// The top-level module a source file belongs to (`json/value.rs` is part of `json`); `None` for
+/// a crate root (`lib.rs`, `main.rs`, `bin/*`), which declares the modules rather than using them.
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let relative = file.strip_prefix(src).ok()?;
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (!["lib", "main", "bin"].contains(&name)).then(|| name.to_owned())
+}
+
+/// Which top-level modules of one crate use which, from the `crate::` paths in their code.
+#[derive(Default)]
+struct ModuleGraph {
+    uses: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl ModuleGraph {
+    /// Records what `module`'s `code` uses: every `crate::name` path and every name in a
+    /// `use crate::{…}` group. Comments are skipped (a doc link is no dependency).
+    fn add(&mut self, module: &str, code: &str) {
+        let used = self.uses.entry(module.to_owned()).or_default();
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap_or_default();
+            let mut rest = line;
+            while let Some(at) = rest.find("crate::") {
+                let after = &rest[at + "crate::".len()..];
+                if let Some(group) = after.strip_prefix('{') {
+                    used.extend(group_names(group));
+                } else {
+                    let name: String = after
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        used.insert(name);
+                    }
+                }
+                rest = after;
+            }
+        }
+        used.remove(module);
+    }
+
+    /// Groups of modules that depend on each other, each sorted (strongly connected components
+    /// of more than one module).
+    fn cycles(&self) -> Vec<Vec<String>> {
+        let names: Vec<&String> = self.uses.keys().collect();
+        let index = |name: &str| names.iter().position(|known| *known == name);
+        let edges: Vec<Vec<usize>> = names
+            .iter()
+            .map(|name| self.uses[*name].iter().filter_map(|used| index(used)).collect())
+            .collect();
+        // Which modules each reaches, by a walk from each (the graphs are a few dozen nodes).
+        let reach: Vec<Vec<bool>> = (0..names.len())
+            .map(|start| {
+                let mut seen = vec![false; names.len()];
+                let mut pending = edges[start].clone();
+                while let Some(next) = pending.pop() {
+                    if !seen[next] {
+                        seen[next] = true;
+                        pending.extend(&edges[next]);
+                    }
+                }
+                seen
+            })
+            .collect();
+        let mut grouped = vec![false; names.len()];
+        let mut cycles = Vec::new();
+        for a in 0..names.len() {
+            if grouped[a] || !reach[a][a] {
+                continue;
+            }
+            let group: Vec<usize> =
+                (0..names.len()).filter(|&b| reach[a][b] && reach[b][a]).collect();
+            for &member in &group {
+                grouped[member] = true;
+            }
+            cycles.push(group.into_iter().map(|member| names[member].clone()).collect());
+        }
+        cycles
+    }
+}
+
+/// The first names of the paths in a `use crate::{…}` group (`a::b, c::{d, e}, f` gives `a`, `c`,
+/// `f`), read up to the group's closing brace.
+fn group_names(group: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let (mut depth, mut start) = (0usize, true);
+    let mut name = String::new();
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => start = true,
+            c if start && (c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') => {
+                name.push(c)
+            }
+            _ if start && !name.is_empty() => {
+                names.push(std::mem::take(&mut name));
+                start = false;
+            }
+            _ => {}
+        }
+    }
+    if !name.is_empty() {
+        names.push(name);
+    }
+    names
+}
+
 /// The references of docs/conformance.md that do not hold: a row names a file (`` `path.rs` ``)
 /// followed directly (separated by spaces and commas only) by the tests in it
 /// (`` `test_name` ``).
@@ -151,6 +279,21 @@ fn conformance_map(root: &Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn module_cycles_are_found_and_comments_are_no_dependency() {
+        let mut graph = super::ModuleGraph::default();
+        graph.add("a", "use crate::b::Thing;\n/// [`c`](crate::c)\n");
+        graph.add("b", "use crate::{c::X, json::{self, Y}};\n");
+        graph.add("c", "fn f() { crate::a::g() }\n");
+        graph.add("d", "use crate::a;\n");
+        assert_eq!(super::group_names("c::X, json::{self, Y}};"), ["c", "json"]);
+        assert_eq!(graph.cycles(), vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]);
+        let mut acyclic = super::ModuleGraph::default();
+        acyclic.add("a", "use crate::b;\n// crate::c\n");
+        acyclic.add("c", "use crate::a;\n");
+        assert!(acyclic.cycles().is_empty());
+    }
+
     #[test]
     fn long_functions_are_found() {
         let body = "    x += 1;\n".repeat(85);

@@ -129,7 +129,7 @@ impl<'a> Parser<'a> {
             // Read one value; an opened non-empty container continues the outer loop instead.
             self.skip_whitespace();
             self.charge(VALUE_BYTES)?;
-            let mut value = match self.peek() {
+            let value = match self.peek() {
                 Some(b'[') => {
                     self.pos += 1;
                     self.skip_whitespace();
@@ -159,49 +159,61 @@ impl<'a> Parser<'a> {
                 Some(b'-' | b'0'..=b'9') => JsonValue::Number(self.number()?),
                 _ => return Err(self.syntax()),
             };
-            // Attach the value to its container, closing every container that ends here.
-            loop {
-                self.skip_whitespace();
-                match stack.last_mut() {
-                    None => {
-                        return if self.pos == self.bytes.len() {
-                            Ok(value)
-                        } else {
-                            Err(self.syntax())
-                        };
+            if let Some(done) = self.attach(stack, value)? {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// Attaches `value` to the innermost open container, closing every container that ends here.
+    /// `Some` with the whole document once nothing is open; `None` when the container continues
+    /// (after a comma) and its next value is to be read.
+    fn attach(
+        &mut self,
+        stack: &mut Vec<Open>,
+        mut value: JsonValue,
+    ) -> Result<Option<JsonValue>, ParseError> {
+        loop {
+            self.skip_whitespace();
+            match stack.last_mut() {
+                None => {
+                    return if self.pos == self.bytes.len() {
+                        Ok(Some(value))
+                    } else {
+                        Err(self.syntax())
+                    };
+                }
+                Some(Open::Array(items)) => {
+                    items.push(value);
+                    if self.eat(b',') {
+                        return Ok(None);
                     }
-                    Some(Open::Array(items)) => {
-                        items.push(value);
-                        if self.eat(b',') {
-                            break;
-                        }
-                        if !self.eat(b']') {
-                            return Err(self.syntax());
-                        }
-                        let Some(Open::Array(items)) = stack.pop() else {
-                            unreachable!("matched above")
-                        };
-                        value = JsonValue::Array(items.into());
+                    if !self.eat(b']') {
+                        return Err(self.syntax());
                     }
-                    Some(Open::Object(members, key)) => {
-                        let name = std::mem::take(key);
-                        if self.strict && members.contains_key(&name) {
-                            return Err(ParseError::DuplicateKey { key: name, offset: self.pos });
-                        }
-                        members.insert(name, value);
-                        if self.eat(b',') {
-                            self.skip_whitespace();
-                            *key = self.key()?;
-                            break;
-                        }
-                        if !self.eat(b'}') {
-                            return Err(self.syntax());
-                        }
-                        let Some(Open::Object(members, _)) = stack.pop() else {
-                            unreachable!("matched above")
-                        };
-                        value = JsonValue::Object(JsonMap::from(members));
+                    let Some(Open::Array(items)) = stack.pop() else {
+                        unreachable!("matched above")
+                    };
+                    value = JsonValue::Array(items.into());
+                }
+                Some(Open::Object(members, key)) => {
+                    let name = std::mem::take(key);
+                    if self.strict && members.contains_key(&name) {
+                        return Err(ParseError::DuplicateKey { key: name, offset: self.pos });
                     }
+                    members.insert(name, value);
+                    if self.eat(b',') {
+                        self.skip_whitespace();
+                        *key = self.key()?;
+                        return Ok(None);
+                    }
+                    if !self.eat(b'}') {
+                        return Err(self.syntax());
+                    }
+                    let Some(Open::Object(members, _)) = stack.pop() else {
+                        unreachable!("matched above")
+                    };
+                    value = JsonValue::Object(JsonMap::from(members));
                 }
             }
         }

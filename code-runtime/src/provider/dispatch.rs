@@ -14,7 +14,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::binding::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace};
-use crate::input_schema::InputSchema;
+use crate::input_schema::{InputSchema, Mismatch};
 use crate::json::{self, JsonValue};
 use crate::limits::Limits;
 use crate::provider::{catalogue, reactor};
@@ -180,7 +180,7 @@ impl Calls {
         let index = function.0 as usize;
         self.admit(&entry.label, index)?;
         if let Some(input) = &entry.input {
-            input.check(&entry.label, &args)?;
+            input.check(&args).map_err(|mismatch| refusal(&entry.label, mismatch))?;
         }
         self.made += 1;
         self.made_per_function[index] += 1;
@@ -276,6 +276,20 @@ impl Calls {
             self.launch(id, function, args);
         }
         Poll::Ready(settled)
+    }
+}
+
+/// The rejection of a call whose argument does not match its input schema.
+fn refusal(label: &str, mismatch: Mismatch) -> BindingError {
+    match mismatch {
+        Mismatch::TooDeep { limit } => {
+            BindingError::new(catalogue::argument_too_deep(label, limit))
+                .with_data(crate::json!({ "path": "", "schemaPath": "" }))
+        }
+        Mismatch::Value { path, schema_path, detail } => {
+            BindingError::new(catalogue::argument_mismatch(label, &path, &detail))
+                .with_data(crate::json!({ "path": path, "schemaPath": schema_path }))
+        }
     }
 }
 

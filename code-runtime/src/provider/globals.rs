@@ -6,14 +6,7 @@ use std::collections::{HashMap, HashSet};
 use crate::binding::CodeBindingNamespace;
 use crate::json::JsonValue;
 use crate::provider::FunctionId;
-
-/// The name of the global that calls a function by its name
-/// ([`CodeRunRequest::call_tool`](crate::CodeRunRequest::call_tool)).
-pub const CALL_TOOL: &str = "call_tool";
-
-/// How deeply a value of the request may nest: every substrate builds it before the program
-/// runs, and the Python child parses it with the interpreter's recursive JSON reader.
-pub const MAX_VALUE_DEPTH: usize = 256;
+use crate::validation::CALL_TOOL;
 
 /// How many bytes of function names the message of an unknown `call_tool` name lists at most.
 const LISTING_BYTES: usize = 1000;

@@ -240,7 +240,7 @@ impl Host {
         let mut report = RunReport::new(self.language, self.isolation, events, started);
         let span = report.span().clone();
         let result = async {
-            let ledger = limits.ledger();
+            let ledger = OutputLedger::new(limits.output_bytes());
             let signal = signal.unwrap_or_default();
             if signal.is_cancelled() {
                 return ledger.settle(Ending::Stopped(StopReason::Cancelled));
@@ -355,59 +355,11 @@ async fn drive<S: Substrate>(
     report: &mut RunReport,
 ) -> CodeRunResult {
     let limits = stops.limits;
-    let ending = {
-        let Some(substrate) = running.substrate.as_mut() else {
-            return output.ledger.settle(Ending::Failed("the substrate is gone".to_owned()));
-        };
-        let mut compute = ComputeCheck::new(&limits);
-        loop {
-            let step = tokio::select! {
-                biased;
-                reason = stops.first(std::future::pending()) => Step::Stop(reason.unwrap_or(StopReason::Cancelled)),
-                () = compute.due() => match compute.check(substrate.compute_used()) {
-                    Some(reason) => Step::Stop(reason),
-                    None => continue,
-                },
-                event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
-                Some(settled) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
-                    if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
-                        Step::Stop(StopReason::OutputExceeded)
-                    } else {
-                        report.settled(settled.id, &settled.outcome, settled.duration);
-                        substrate.settle(settled.id, settled.outcome);
-                        continue;
-                    }
-                }
-            };
-            match step {
-                Step::Stop(reason) => {
-                    substrate.stop();
-                    break Ending::Stopped(reason);
-                }
-                Step::Event(Event::Log(line)) => {
-                    if let Some(reason) = output.admit(report, line, &limits) {
-                        substrate.stop();
-                        break Ending::Stopped(reason);
-                    }
-                }
-                Step::Event(Event::Stray { id, label }) => {
-                    let rejected = Err(calls.refuse_stray(&label));
-                    report.settled(id, &rejected, Duration::ZERO);
-                    substrate.settle(id, rejected);
-                }
-                Step::Event(Event::Call { id, function, args }) => {
-                    if let Some(names) = calls.table().names(function) {
-                        report.call(id, names, &args);
-                    }
-                    if let Err(rejection) = calls.start(id, function, args) {
-                        let rejected = Err(rejection);
-                        report.settled(id, &rejected, Duration::ZERO);
-                        substrate.settle(id, rejected);
-                    }
-                }
-                Step::Event(Event::Ended(ending)) => break ending,
-            }
+    let ending = match running.substrate.as_mut() {
+        Some(substrate) => {
+            until_ending(substrate, &mut calls, &mut output, &mut stops, report).await
         }
+        None => return output.ledger.settle(Ending::Failed("the substrate is gone".to_owned())),
     };
     if let Some(substrate) = running.substrate.as_ref() {
         report.measured(substrate.compute_used(), calls.made());
@@ -439,6 +391,67 @@ async fn drive<S: Substrate>(
         }
     }
     output.ledger.settle(hint::explained(ending, &table))
+}
+
+/// Runs the program until it ends or a stop comes: feeds the ledger, serves calls, checks the
+/// budgets.
+async fn until_ending<S: Substrate>(
+    substrate: &mut S,
+    calls: &mut Calls,
+    output: &mut Output,
+    stops: &mut Stops,
+    report: &mut RunReport,
+) -> Ending {
+    let limits = stops.limits;
+    let mut compute = ComputeCheck::new(&limits);
+    loop {
+        let step = tokio::select! {
+            biased;
+            reason = stops.first(std::future::pending()) => Step::Stop(reason.unwrap_or(StopReason::Cancelled)),
+            () = compute.due() => match compute.check(substrate.compute_used()) {
+                Some(reason) => Step::Stop(reason),
+                None => continue,
+            },
+            event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
+            Some(settled) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
+                if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
+                    Step::Stop(StopReason::OutputExceeded)
+                } else {
+                    report.settled(settled.id, &settled.outcome, settled.duration);
+                    substrate.settle(settled.id, settled.outcome);
+                    continue;
+                }
+            }
+        };
+        match step {
+            Step::Stop(reason) => {
+                substrate.stop();
+                return Ending::Stopped(reason);
+            }
+            Step::Event(Event::Log(line)) => {
+                if let Some(reason) = output.admit(report, line, &limits) {
+                    substrate.stop();
+                    return Ending::Stopped(reason);
+                }
+            }
+            Step::Event(Event::Stray { id, label }) => {
+                let rejected = Err(calls.refuse_stray(&label));
+                report.settled(id, &rejected, Duration::ZERO);
+                substrate.settle(id, rejected);
+            }
+            Step::Event(Event::Call { id, function, args }) => {
+                if let Some(names) = calls.table().names(function) {
+                    report.call(id, names, &args);
+                }
+                if let Err(rejection) = calls.start(id, function, args) {
+                    let rejected = Err(rejection);
+                    report.settled(id, &rejected, Duration::ZERO);
+                    substrate.settle(id, rejected);
+                }
+            }
+            Step::Event(Event::Ended(ending)) => return ending,
+        }
+    }
 }
 
 impl Output {

@@ -42,7 +42,7 @@ pub enum Admission {
 impl OutputLedger {
     /// The smallest budget a provider may be configured with: `[]` plus the quotes of an empty
     /// diagnostic.
-    pub const MIN_MAX_OUTPUT_BYTES: usize = 4;
+    pub const MIN_MAX_OUTPUT_BYTES: usize = crate::Limits::MIN_OUTPUT_BYTES as usize;
 
     /// An empty ledger with a budget of `max_output_bytes`.
     ///

@@ -115,7 +115,7 @@ fn c069_c070_default_cap_boundary() {
     let limits = Limits::default();
     assert_eq!(limits.max_output_bytes, 67_108_864);
     let mut text = "x".repeat(67_108_860);
-    let result = limits.ledger().settle(returned(JsonValue::String(text)));
+    let result = OutputLedger::new(limits.output_bytes()).settle(returned(JsonValue::String(text)));
     assert!(result.is_ok(), "{:?}", result.error());
     assert_eq!(result.value().and_then(JsonValue::as_str).map(str::len), Some(67_108_860));
     assert!(result.logs().is_empty());
@@ -126,7 +126,7 @@ fn c069_c070_default_cap_boundary() {
     };
     text = returned_text;
     text.push('x');
-    let result = limits.ledger().settle(returned(JsonValue::String(text)));
+    let result = OutputLedger::new(limits.output_bytes()).settle(returned(JsonValue::String(text)));
     assert_eq!(
         result,
         failed(&[], FailureKind::OutputLimit, "outer output exceeded 67108864 bytes")

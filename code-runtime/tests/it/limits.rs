@@ -21,7 +21,7 @@ fn c035_defaults() {
         (10_000, 10_000, 1_000)
     );
     assert_eq!(limits.validate(), Ok(()));
-    assert_eq!(limits.ledger().max(), 67_108_864);
+    assert_eq!(limits.output_bytes(), 67_108_864);
 }
 
 #[test]

@@ -1,0 +1,41 @@
+//! The plain data of a run as the isolate thread receives it, in either isolation mode: what its
+//! isolate is made with ([`Shape`]) and what it runs ([`Program`], [`NamespaceSetup`]). No V8
+//! type, so the wire and the host side use it without the isolate's code.
+
+use code_runtime::provider::{ProgramGlobal, ToolIndex};
+
+/// What an isolate is made with before its program is known: the same for every run of a
+/// provider under the same limits, so a cell makes its isolate while it waits for a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) max_memory_mb: u64,
+    pub(crate) allow_eval: bool,
+    pub(crate) allow_wasm: bool,
+}
+
+/// The run's program and what it may print, the same in both isolation modes (a cell receives
+/// it as its setup frame).
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// The stripped program (see `strip::strip_program`).
+    pub(crate) body: String,
+    /// The names the program sees its environment under, in the order `globals::install` hands
+    /// the values: `console`, the namespaces, the error classes, then `globals`' names.
+    pub(crate) parameters: Vec<String>,
+    pub(crate) namespaces: Vec<NamespaceSetup>,
+    /// The globals besides those (bare functions, `call_tool`, values), in parameter order.
+    pub(crate) globals: Vec<ProgramGlobal>,
+    /// What `call_tool` resolves, when the program has it.
+    pub(crate) tools: Option<ToolIndex>,
+    pub(crate) max_output_bytes: usize,
+}
+
+/// What the isolate thread knows of one namespace.
+#[derive(Debug)]
+pub(crate) struct NamespaceSetup {
+    pub(crate) global: String,
+    pub(crate) names: Vec<String>,
+    /// Per name, the positional argument names (`BindingFunction::parameters`), if any.
+    pub(crate) parameters: Vec<Option<Vec<String>>>,
+    pub(crate) error_class: Option<(String, String)>,
+}
