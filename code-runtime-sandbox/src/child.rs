@@ -408,9 +408,9 @@ unsafe fn mount_tmpfs(target: &CString, options: &CString) -> libc::c_int {
     }
 }
 
-/// Binds `source` at `target` with `flags`: by attaching the detached `tree` the host opened for
-/// it (with its flags set), or, where the host could not open one (`tree` is -1), by a recursive
-/// bind and a remount with the flags, which applies them to the top mount only.
+/// Binds `source` at `target` with `flags` on every mount of the tree: by attaching the detached
+/// `tree` the host opened for it (with its flags set), or, where the host could not open one
+/// (`tree` is -1, an unprivileged host), by a recursive bind and the flags set on all of it.
 ///
 /// # Safety
 ///
@@ -443,6 +443,25 @@ unsafe fn bind(
             libc::MS_BIND | libc::MS_REC,
             std::ptr::null(),
         ))?;
+        // A remount changes the top mount only, and a host path may have mounts beneath it;
+        // `mount_setattr` (Linux 5.12) sets the flags on each. Only where the kernel lacks it is
+        // the top mount all that is remounted (Landlock, from 5.13, is then what keeps writes
+        // out).
+        let attr = crate::mounts::attributes(flags);
+        let applied = libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::AT_RECURSIVE,
+            &attr as *const libc::mount_attr,
+            size_of::<libc::mount_attr>(),
+        );
+        if applied == 0 {
+            return Ok(());
+        }
+        if errno() != libc::ENOSYS {
+            return Err(errno());
+        }
         ok(libc::mount(
             null,
             target.as_ptr(),

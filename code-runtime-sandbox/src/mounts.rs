@@ -281,18 +281,7 @@ fn detach(path: &CString, flags: libc::c_ulong) -> std::io::Result<OwnedFd> {
     }
     // SAFETY: a fresh descriptor owned by nobody else.
     let tree = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-    let mut set = 0;
-    for (ms, attr) in [
-        (libc::MS_RDONLY, libc::MOUNT_ATTR_RDONLY),
-        (libc::MS_NOSUID, libc::MOUNT_ATTR_NOSUID),
-        (libc::MS_NODEV, libc::MOUNT_ATTR_NODEV),
-        (libc::MS_NOEXEC, libc::MOUNT_ATTR_NOEXEC),
-    ] {
-        if flags & ms != 0 {
-            set |= attr;
-        }
-    }
-    let attr = libc::mount_attr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let attr = attributes(flags);
     // SAFETY: mount_setattr on the tree we own, with an attribute of the size given.
     let applied = unsafe {
         libc::syscall(
@@ -308,6 +297,23 @@ fn detach(path: &CString, flags: libc::c_ulong) -> std::io::Result<OwnedFd> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(tree)
+}
+
+/// The mount flags among `flags` (`MS_RDONLY`, `MS_NOSUID`, `MS_NODEV`, `MS_NOEXEC`) as the
+/// attributes `mount_setattr` sets. No allocation: the cell's child calls it too.
+pub(crate) fn attributes(flags: libc::c_ulong) -> libc::mount_attr {
+    let mut set = 0;
+    for (ms, attr) in [
+        (libc::MS_RDONLY, libc::MOUNT_ATTR_RDONLY),
+        (libc::MS_NOSUID, libc::MOUNT_ATTR_NOSUID),
+        (libc::MS_NODEV, libc::MOUNT_ATTR_NODEV),
+        (libc::MS_NOEXEC, libc::MOUNT_ATTR_NOEXEC),
+    ] {
+        if flags & ms != 0 {
+            set |= attr;
+        }
+    }
+    libc::mount_attr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 }
 }
 
 /// The options of a cell's `/tmp` for a memory budget of `memory_bytes`.

@@ -42,13 +42,54 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     let (uid, gid) = ids()?;
     std::os::unix::fs::chown(&home, Some(uid), Some(gid))
         .map_err(|error| format!("{}: {error}", home.display()))?;
-    let outcome = run_all(&binaries, &home, extra);
+    let fixture = Submount::make()?;
+    let outcome = run_all(&binaries, &home, &fixture.dir, extra);
+    drop(fixture);
     let _ = std::fs::remove_dir_all(&home);
     outcome
 }
 
+/// A directory whose `sub` is a tmpfs anyone may write, for the sandbox's test that a granted
+/// path is read-only with every mount beneath it: an unprivileged test cannot mount on the host.
+/// Unmounted and removed on drop.
+struct Submount {
+    dir: PathBuf,
+}
+
+impl Submount {
+    fn make() -> Result<Self, String> {
+        let dir = std::env::temp_dir().join(format!("{USER}-submount-{}", std::process::id()));
+        let sub = dir.join("sub");
+        std::fs::create_dir_all(&sub).map_err(|error| format!("{}: {error}", sub.display()))?;
+        let fixture = Self { dir };
+        #[expect(clippy::disallowed_methods, reason = "xtask mounts a test fixture")]
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m,mode=1777", "tmpfs"])
+            .arg(&sub)
+            .status()
+            .map_err(|error| format!("cannot run mount: {error}"))?;
+        if !status.success() {
+            return Err(format!("mounting a tmpfs at {} failed ({status})", sub.display()));
+        }
+        Ok(fixture)
+    }
+}
+
+impl Drop for Submount {
+    fn drop(&mut self) {
+        #[expect(clippy::disallowed_methods, reason = "xtask unmounts its test fixture")]
+        let _ = Command::new("umount").arg("--lazy").arg(self.dir.join("sub")).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Runs each test binary as [`USER`] and totals the results.
-fn run_all(binaries: &[Binary], home: &Path, extra: &[String]) -> Result<(), String> {
+fn run_all(
+    binaries: &[Binary],
+    home: &Path,
+    submount: &Path,
+    extra: &[String],
+) -> Result<(), String> {
     let (mut passed, mut failed) = (0, 0);
     for Binary { path: binary, package_dir, filters } in binaries {
         println!("== as {USER}: {}", binary.display());
@@ -63,6 +104,7 @@ fn run_all(binaries: &[Binary], home: &Path, extra: &[String]) -> Result<(), Str
             .arg("-i")
             .arg(format!("PATH={PATH}"))
             .arg(format!("HOME={}", home.display()))
+            .arg(format!("CODE_RUNTIME_SUBMOUNT_FIXTURE={}", submount.display()))
             .arg(binary)
             .args(filters.iter().copied())
             .args(extra)

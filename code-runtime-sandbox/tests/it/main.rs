@@ -239,6 +239,89 @@ fn a_granted_path_only_the_host_may_search_is_readable_and_nothing_else_beside_i
     assert!(["OSError", "PermissionError"].contains(&lines[2]), "{}", lines[2]);
 }
 
+/// The environment variable naming a directory whose `sub` is a mount point of its own (a tmpfs
+/// anyone may write), made by `cargo xtask unprivileged` for the unprivileged run, which cannot
+/// mount on the host.
+const SUBMOUNT_FIXTURE: &str = "CODE_RUNTIME_SUBMOUNT_FIXTURE";
+
+/// A directory with a writable tmpfs mounted at its `sub`, unmounted and removed on drop when this
+/// process made it.
+struct Submount {
+    dir: PathBuf,
+    owned: bool,
+}
+
+impl Submount {
+    /// The fixture `cargo xtask unprivileged` made, or one made here as root; `None` for an
+    /// unprivileged developer's run, which has no way to mount on the host.
+    fn get() -> Option<Self> {
+        if let Some(dir) = std::env::var_os(SUBMOUNT_FIXTURE) {
+            return Some(Self { dir: dir.into(), owned: false });
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("sandbox-submount-{}", std::process::id()));
+        let sub = dir.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        let path = std::ffi::CString::new(sub.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mount with NUL-terminated strings.
+        let mounted = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                c"size=1m,mode=1777".as_ptr().cast(),
+            )
+        };
+        assert_eq!(mounted, 0, "mounting the fixture: {}", std::io::Error::last_os_error());
+        Some(Self { dir, owned: true })
+    }
+}
+
+impl Drop for Submount {
+    fn drop(&mut self) {
+        if self.owned {
+            let sub = std::ffi::CString::new(self.dir.join("sub").as_os_str().as_encoded_bytes());
+            // SAFETY: umount2 with a NUL-terminated string.
+            unsafe { libc::umount2(sub.unwrap().as_ptr(), libc::MNT_DETACH) };
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[test]
+fn a_granted_path_is_read_only_with_every_mount_beneath_it() {
+    // A host path granted read-only may have mounts beneath it; each is as read-only as the path.
+    // Landlock is off: the mounts alone must hold (a 1777 tmpfs the cell's user may write).
+    let Some(fixture) = Submount::get() else {
+        eprintln!("skipped: needs root, or {SUBMOUNT_FIXTURE} (cargo xtask unprivileged sets it)");
+        return;
+    };
+    let executable = python();
+    let script = format!(
+        "import os\nfor path in ('{dir}', '{dir}/sub'):\n    \
+         print(bool(os.statvfs(path).f_flag & os.ST_RDONLY))\n\
+         try:\n    open('{dir}/sub/planted', 'w')\n    print('written')\n\
+         except OSError as e:\n    print(os.strerror(e.errno))",
+        dir = fixture.dir.display(),
+    );
+    let spec = CellSpec {
+        args: vec![executable.clone().into(), "-I".into(), "-S".into(), "-c".into(), script.into()],
+        read_only: vec![executable.clone(), fixture.dir.clone()],
+        executable,
+        options: Options { landlock: false, ..Options::default() },
+        machine_cache: None,
+    };
+    let plan = CellPlan::new(&spec).unwrap();
+    let (mut cell, stdout, stderr) = start(&plan, CellLimits::new(256 << 20, 10));
+    let exit = wait(&mut cell, Duration::from_secs(20));
+    let outcome = Outcome { stdout: read_all(stdout), stderr: read_all(stderr), exit };
+    assert_eq!(lines(&outcome), ["True", "True", "Read-only file system"]);
+}
+
 #[test]
 fn writes_outside_tmp_are_refused_and_tmp_is_bounded() {
     let script = r#"
