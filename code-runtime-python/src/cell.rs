@@ -90,12 +90,18 @@ impl PythonCell {
         let limits = Limits { compute_ms: 10_000, ..config.limits };
         let mut running = futures::executor::block_on(cell.start(io, cell.limits(&limits)))
             .map_err(|error| invalid(error.to_string()))?;
+        // The end first, within the time; the pipes are read after it. What the check prints
+        // fits a pipe's buffer, and an interpreter that printed more (or hangs) is killed at the
+        // deadline with the start of its stderr kept.
+        let exit = running.wait_timeout(Duration::from_secs(10)).or_else(|| {
+            running.kill();
+            running.wait().ok()
+        });
         let mut stdout = String::new();
         let mut stderr = String::new();
-        // Both pipes end when the cell does (the host's write ends went into the cell).
+        // Both pipes are at their end once the cell is (the host's write ends went into it).
         let _ = std::fs::File::from(stdout_read).read_to_string(&mut stdout);
         let _ = std::fs::File::from(stderr_read).read_to_string(&mut stderr);
-        let exit = running.wait_timeout(Duration::from_secs(10));
         if stdout == "ok" && exit == Some(CellExit::Exited(0)) {
             return Ok(());
         }

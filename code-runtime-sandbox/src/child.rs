@@ -13,64 +13,68 @@ use crate::mounts::Step;
 use crate::plan::{Fds, Plan, Spawn};
 use crate::seccomp;
 
-/// Where a cell's start stopped. Mount steps report `MOUNT_STEPS + index`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub(crate) enum Stage {
-    Ready = 0,
-    Signals,
-    DeathSignal,
-    Descriptors,
-    Setgroups,
-    UidMap,
-    GidMap,
-    Sync,
-    Hostname,
-    Dumpable,
-    Subreaper,
-    ExecPipe,
-    Fork,
-    Session,
-    Identity,
-    NoNewPrivs,
-    Rlimit,
-    WorkDir,
-    StandardDescriptors,
-    Landlock,
-    Seccomp,
-    Exec,
+/// Declares [`Stage`] from one list: each stage's variant (its code is its position) and what
+/// it does, for messages.
+macro_rules! stages {
+    ($($stage:ident => $doing:literal,)*) => {
+        /// Where a cell's start stopped. Mount steps report `MOUNT_STEPS + index`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u32)]
+        pub(crate) enum Stage {
+            $($stage,)*
+        }
+
+        impl Stage {
+            /// Every stage, in code order.
+            pub(crate) const ALL: &[Stage] = &[$(Stage::$stage,)*];
+
+            /// What the stage does, for messages.
+            pub(crate) fn doing(self) -> &'static str {
+                match self {
+                    $(Stage::$stage => $doing,)*
+                }
+            }
+        }
+    };
+}
+
+stages! {
+    Ready => "ready",
+    Signals => "resetting signals",
+    DeathSignal => "setting the parent-death signal",
+    Descriptors => "closing the host's descriptors",
+    Setgroups => "denying setgroups",
+    UidMap => "writing the uid map",
+    GidMap => "writing the gid map",
+    Sync => "waiting for the host",
+    Hostname => "setting the host name",
+    Dumpable => "making the init undumpable",
+    Subreaper => "becoming a subreaper",
+    ExecPipe => "creating the exec pipe",
+    Fork => "starting the worker",
+    Session => "starting a session",
+    Identity => "switching to the cell's user",
+    NoNewPrivs => "setting no_new_privs",
+    Rlimit => "setting resource limits",
+    WorkDir => "making the work directory",
+    StandardDescriptors => "placing the standard descriptors",
+    Landlock => "enforcing landlock",
+    Seccomp => "installing the seccomp filter",
+    Exec => "executing the program",
 }
 
 /// Mount step `n` is reported as stage `MOUNT_STEPS + n`.
 pub(crate) const MOUNT_STEPS: u32 = 1000;
 
 impl Stage {
+    /// The stage a child reported as `code`; `None` for a mount step's code.
+    pub(crate) fn from_code(code: u32) -> Option<Self> {
+        Self::ALL.get(code as usize).copied()
+    }
+
+    /// What the stage of `code` does; "a mount step" for a mount step's code.
     pub(crate) fn describe(code: u32) -> &'static str {
-        const STAGES: [&str; 22] = [
-            "ready",
-            "resetting signals",
-            "setting the parent-death signal",
-            "closing the host's descriptors",
-            "denying setgroups",
-            "writing the uid map",
-            "writing the gid map",
-            "waiting for the host",
-            "setting the host name",
-            "making the init undumpable",
-            "becoming a subreaper",
-            "creating the exec pipe",
-            "starting the worker",
-            "starting a session",
-            "switching to the cell's user",
-            "setting no_new_privs",
-            "setting resource limits",
-            "making the work directory",
-            "placing the standard descriptors",
-            "enforcing landlock",
-            "installing the seccomp filter",
-            "executing the program",
-        ];
-        STAGES.get(code as usize).copied().unwrap_or("a mount step")
+        Self::from_code(code).map_or("a mount step", Stage::doing)
     }
 }
 

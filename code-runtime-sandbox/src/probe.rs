@@ -184,7 +184,7 @@ fn trial(machine: &Machine) -> Option<(u32, String)> {
 
 /// The stage a start error names (mount steps all map to the first mount step).
 fn stage_of(step: &str) -> u32 {
-    (0..=Stage::Exec as u32).find(|stage| Stage::describe(*stage) == step).unwrap_or(MOUNT_STEPS)
+    Stage::ALL.iter().find(|stage| stage.doing() == step).map_or(MOUNT_STEPS, |&stage| stage as u32)
 }
 
 /// `/dev/null` four times.

@@ -34,7 +34,8 @@ pub struct WatchedCell {
     /// The cell's CPU time at the last look, in microseconds (what ended processes used is gone
     /// with the cell).
     last_cpu_us: AtomicU64,
-    reaped: Option<Option<CellExit>>,
+    /// How the cell's init ended, once it is reaped.
+    reaped: Option<CellExit>,
     /// The next look at the cell's memory, once [`poll_over_memory`](Self::poll_over_memory)
     /// was first called.
     memory_check: Option<Pin<Box<Sleep>>>,
@@ -152,7 +153,7 @@ impl WatchedCell {
     /// left. The init never blocks for long once the program is gone; if it does, it is killed.
     pub async fn reap(&mut self) -> Option<CellExit> {
         if let Some(exit) = self.reaped {
-            return exit;
+            return Some(exit);
         }
         if !self.wait_exit(REAP_WITHIN).await {
             self.cell.kill();
@@ -162,9 +163,7 @@ impl WatchedCell {
         // threads, as a program can leave many files behind.
         let work_dir = self.cell.take_host_work_dir();
         let exit = self.cell.try_wait().ok().flatten();
-        if exit.is_some() {
-            self.reaped = Some(exit);
-        }
+        self.reaped = exit;
         if let Some(dir) = work_dir {
             let _ = self.runtime.spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
         }

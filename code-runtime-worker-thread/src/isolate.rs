@@ -116,25 +116,25 @@ impl Prepared {
     /// knows why), then disposes of the isolate. Dropping `host` at the end tells the host the
     /// isolate is gone.
     pub(crate) fn run(mut self, program: Program, host: Outbox, inbox: Inbox) {
-        let ending = match self.context.take() {
+        let outcome = match self.context.take() {
             Some(context) => {
                 v8::scope!(let scope, &mut self.isolate);
                 let context = v8::Local::new(scope, context);
                 let scope = &mut v8::ContextScope::new(scope, context);
                 execute(scope, &self.setup, &program, &host, &inbox)
             }
-            None => {
-                Some(Ending::Failed("the program's environment could not be set up".to_owned()))
-            }
+            None => Outcome::Ended(Ending::Failed(
+                "the program's environment could not be set up".to_owned(),
+            )),
         };
         let setup = &self.setup;
-        let ending = match setup.termination.cause() {
-            Some(Cause::Host) => None,
-            Some(Cause::OutOfMemory) => Some(Ending::Stopped(StopReason::OutOfMemory {
+        let ending = match (setup.termination.cause(), outcome) {
+            (Some(Cause::Host), _) | (None, Outcome::Terminated) => None,
+            (Some(Cause::OutOfMemory), _) => Some(Ending::Stopped(StopReason::OutOfMemory {
                 max_memory_mb: setup.shape.max_memory_mb,
             })),
-            Some(Cause::OutputExceeded) => Some(Ending::Stopped(StopReason::OutputExceeded)),
-            None => ending,
+            (Some(Cause::OutputExceeded), _) => Some(Ending::Stopped(StopReason::OutputExceeded)),
+            (None, Outcome::Ended(ending)) => Some(ending),
         };
         if let Some(ending) = ending {
             host.send(Event::Ended(ending));
@@ -159,26 +159,37 @@ fn remove_webassembly(
     global.delete(scope, key.into()) == Some(true)
 }
 
+/// How the program's run on the isolate ended, as the isolate thread saw it.
+enum Outcome {
+    /// It ended this way.
+    Ended(Ending),
+    /// It was terminated; the termination's cause says why (the host, the heap, the output
+    /// budget), and a host stop needs no ending sent.
+    Terminated,
+}
+
 fn execute(
     scope: &mut v8::PinScope<'_, '_>,
     setup: &Setup,
     program: &Program,
     host: &Outbox,
     inbox: &Inbox,
-) -> Option<Ending> {
+) -> Outcome {
     let bounds = Bounds {
         termination: setup.termination.clone(),
         budget: setup.budget.clone(),
         max_output_bytes: program.max_output_bytes,
     };
     let Some((run, parameters)) = globals::install(scope, program, host, bounds) else {
-        return Some(Ending::Failed("the program's environment could not be set up".to_owned()));
+        return Outcome::Ended(Ending::Failed(
+            "the program's environment could not be set up".to_owned(),
+        ));
     };
     scope.set_slot(run.clone());
     v8::tc_scope!(let scope, scope);
     let Some(promise) = start(scope, program, &parameters) else {
         if scope.is_execution_terminating() {
-            return None;
+            return Outcome::Terminated;
         }
         let exception = scope.exception().unwrap_or_else(|| v8::undefined(scope).into());
         return threw(scope, &run, exception);
@@ -196,7 +207,9 @@ fn execute(
         let wake = next_timer.map_or(poll, |deadline| deadline.min(poll));
         match inbox.recv_timeout(wake.saturating_duration_since(Instant::now())) {
             Ok(ToIsolate::Settle { call, outcome }) => settle(scope, &run, call, outcome),
-            Ok(ToIsolate::Stop) | Err(RecvTimeoutError::Disconnected) => return None,
+            Ok(ToIsolate::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                return Outcome::Terminated;
+            }
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(ending) = fire_timers(scope, &run) {
                     return ending;
@@ -207,17 +220,17 @@ fn execute(
 }
 
 /// One turn of the event loop: V8's foreground tasks, microtasks, unhandled rejections, then the
-/// program's promise. `Some` when the run is over (`Some(None)`: terminated).
+/// program's promise. `Some` when the run is over, `None` while the program runs.
 fn turn(
     scope: &mut v8::PinScope<'_, '_>,
     setup: &Setup,
     run: &Run,
     promise: v8::Local<'_, v8::Promise>,
-) -> Option<Option<Ending>> {
+) -> Option<Outcome> {
     platform::pump(scope);
     scope.perform_microtask_checkpoint();
     if setup.termination.cause().is_some() || scope.is_execution_terminating() {
-        return Some(None);
+        return Some(Outcome::Terminated);
     }
     let unhandled = {
         let mut state = run.state.borrow_mut();
@@ -246,35 +259,34 @@ fn completion(
     scope: &mut v8::PinScope<'_, '_>,
     run: &Run,
     value: v8::Local<'_, v8::Value>,
-) -> Option<Ending> {
+) -> Outcome {
     if value.is_undefined() {
-        return Some(Ending::Completed(None));
+        return Outcome::Ended(Ending::Completed(None));
     }
     if value.is_function() {
-        return Some(Ending::ReturnedFunction);
+        return Outcome::Ended(Ending::ReturnedFunction);
     }
     let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
     match convert::from_v8(scope, &run.intrinsics, value, &mut meter) {
-        Ok(value) => Some(Ending::Completed(Some(value))),
-        Err(Refused::Halted(Halt::TooLarge)) => Some(Ending::Stopped(StopReason::OutputExceeded)),
-        Err(Refused::Halted(Halt::Terminated)) => None,
-        Err(Refused::Lossy) if scope.is_execution_terminating() => None,
-        Err(Refused::Lossy) => Some(Ending::InvalidOutput),
+        Ok(value) => Outcome::Ended(Ending::Completed(Some(value))),
+        Err(Refused::Halted(Halt::TooLarge)) => {
+            Outcome::Ended(Ending::Stopped(StopReason::OutputExceeded))
+        }
+        Err(Refused::Halted(Halt::Terminated)) => Outcome::Terminated,
+        Err(Refused::Lossy) if scope.is_execution_terminating() => Outcome::Terminated,
+        Err(Refused::Lossy) => Outcome::Ended(Ending::InvalidOutput),
     }
 }
 
 /// The run's ending for a thrown `value`: its rendering, metered like output (a message that
-/// cannot fit is `output-limit`), or `None` if the run was terminated while it was rendered.
-fn threw(
-    scope: &mut v8::PinScope<'_, '_>,
-    run: &Run,
-    value: v8::Local<'_, v8::Value>,
-) -> Option<Ending> {
+/// cannot fit is `output-limit`), or [`Outcome::Terminated`] if the run was terminated while it
+/// was rendered.
+fn threw(scope: &mut v8::PinScope<'_, '_>, run: &Run, value: v8::Local<'_, v8::Value>) -> Outcome {
     let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
     match render::exception(scope, &run.intrinsics, value, &mut meter) {
-        Ok(text) => Some(Ending::Threw(text)),
-        Err(Halt::TooLarge) => Some(Ending::Stopped(StopReason::OutputExceeded)),
-        Err(Halt::Terminated) => None,
+        Ok(text) => Outcome::Ended(Ending::Threw(text)),
+        Err(Halt::TooLarge) => Outcome::Ended(Ending::Stopped(StopReason::OutputExceeded)),
+        Err(Halt::Terminated) => Outcome::Terminated,
     }
 }
 
@@ -366,8 +378,9 @@ fn settle(
     }
 }
 
-/// Runs every timer that is due. A throw in a callback fails the run as an exception.
-fn fire_timers(scope: &mut v8::PinScope<'_, '_>, run: &Run) -> Option<Option<Ending>> {
+/// Runs every timer that is due. A throw in a callback fails the run as an exception; `Some`
+/// when the run is over.
+fn fire_timers(scope: &mut v8::PinScope<'_, '_>, run: &Run) -> Option<Outcome> {
     let now = Instant::now();
     loop {
         let due = {
@@ -384,7 +397,7 @@ fn fire_timers(scope: &mut v8::PinScope<'_, '_>, run: &Run) -> Option<Option<End
         let undefined = v8::undefined(tc).into();
         if callback.call(tc, undefined, &args).is_none() {
             if tc.is_execution_terminating() {
-                return Some(None);
+                return Some(Outcome::Terminated);
             }
             let exception = tc.exception().unwrap_or_else(|| v8::undefined(tc).into());
             return Some(threw(tc, run, exception));

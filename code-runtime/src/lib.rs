@@ -1,9 +1,12 @@
 //! The service definition of code-runtime: run one model-written program in isolation against
 //! host-provided async functions, and get back only what it printed and returned.
 //!
-//! This crate is what consumers depend on. It names no engine and spawns nothing: the providers
+//! This crate is what consumers depend on. It names no engine: the providers
 //! (`code-runtime-worker-thread` for TypeScript on V8, `code-runtime-python` for CPython) implement
-//! [`CodeRuntime`], and a host registers them in a [`Context`] at startup.
+//! [`CodeRuntime`], and a host registers them in a [`Context`] at startup. The one thread it
+//! starts is the reactor, on a provider's first use: a tokio runtime of its own that owns every
+//! run's timers, sockets and teardown, so a run works under any executor
+//! ([`provider::reactor`]).
 //!
 //! ## Core concepts
 //!

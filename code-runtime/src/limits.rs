@@ -4,7 +4,8 @@ use crate::error::{ConfigError, ContractError};
 use crate::request::RunLimits;
 
 /// The budgets of every run of a provider. Part of each provider's configuration and validated
-/// when the provider is constructed; a request carries no knobs of its own.
+/// when the provider is constructed; a request may only tighten them ([`RunLimits`], applied by
+/// [`Limits::tighten`]).
 ///
 /// ```
 /// let limits = code_runtime::Limits { compute_ms: 5_000, ..Default::default() };

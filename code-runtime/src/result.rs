@@ -210,6 +210,12 @@ impl CodeRunFailure {
             format!("outer output exceeded {max_output_bytes} bytes"),
         )
     }
+
+    /// [`Self::output_limit`] without the budget: what a stop for output says of itself before
+    /// the ledger, which knows the budget, builds the result.
+    pub(crate) fn output_budget_exceeded() -> Self {
+        Self::new(FailureKind::OutputLimit, "outer output exceeded the output budget")
+    }
 }
 
 impl fmt::Display for CodeRunFailure {

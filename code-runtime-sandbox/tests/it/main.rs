@@ -293,10 +293,13 @@ impl Drop for Submount {
 }
 
 #[test]
+#[expect(clippy::print_stderr, reason = "says why the test did nothing, when it cannot")]
 fn a_granted_path_is_read_only_with_every_mount_beneath_it() {
     // A host path granted read-only may have mounts beneath it; each is as read-only as the path.
     // Landlock is off: the mounts alone must hold (a 1777 tmpfs the cell's user may write).
     let Some(fixture) = Submount::get() else {
+        // An unprivileged developer's own run; CI runs this as root and through `cargo xtask
+        // unprivileged`, which both have a fixture.
         eprintln!("skipped: needs root, or {SUBMOUNT_FIXTURE} (cargo xtask unprivileged sets it)");
         return;
     };

@@ -91,8 +91,9 @@ impl StopReason {
             StopReason::Compute { compute_ms } => {
                 CodeRunFailure::compute_budget_exhausted(compute_ms)
             }
-            // The ledger builds the limit result itself; this message is its full form.
-            StopReason::OutputExceeded => CodeRunFailure::output_limit(0),
+            // The ledger builds the limit result itself, with the budget in its message; this
+            // is only what a `StopReason` says of itself.
+            StopReason::OutputExceeded => CodeRunFailure::output_budget_exceeded(),
             StopReason::OutOfMemory { max_memory_mb } => CodeRunFailure::worker_error(format!(
                 "out of memory: the program exceeded its {max_memory_mb} MB memory budget"
             )),

@@ -24,8 +24,17 @@ pub struct OutputLedger {
     max: usize,
     used: usize,
     logs: Vec<String>,
-    /// Set once the budget is exceeded; the entry that did not fit, if a log caused it.
-    exceeded: Option<Option<String>>,
+    budget: Budget,
+}
+
+/// Whether a ledger's budget still holds.
+#[derive(Debug)]
+enum Budget {
+    Holds,
+    /// Exceeded by a log entry, kept aside: its prefix may appear in the limit result.
+    ExceededBy(String),
+    /// Exceeded as the substrate or the host loop saw it, with no entry to keep.
+    Exceeded,
 }
 
 /// What became of a log entry offered to [`OutputLedger::admit_log`].
@@ -49,7 +58,7 @@ impl OutputLedger {
     /// Any budget works; providers validate theirs against [`Self::MIN_MAX_OUTPUT_BYTES`] at
     /// construction (see [`Limits`](crate::Limits)).
     pub fn new(max_output_bytes: usize) -> Self {
-        Self { max: max_output_bytes, used: 2, logs: Vec::new(), exceeded: None }
+        Self { max: max_output_bytes, used: 2, logs: Vec::new(), budget: Budget::Holds }
     }
 
     /// The budget.
@@ -74,7 +83,7 @@ impl OutputLedger {
 
     /// Whether the budget has been exceeded; every later entry is dropped.
     pub fn is_exceeded(&self) -> bool {
-        self.exceeded.is_some()
+        !matches!(self.budget, Budget::Holds)
     }
 
     /// Offers one log entry, in emission order.
@@ -82,7 +91,7 @@ impl OutputLedger {
     /// An entry that does not fit exceeds the budget: it is kept aside (its prefix may appear in the
     /// `output-limit` result) and every later entry is dropped.
     pub fn admit_log(&mut self, entry: String) -> Admission {
-        if self.exceeded.is_some() {
+        if self.is_exceeded() {
             return Admission::Exceeded;
         }
         let separator = usize::from(!self.logs.is_empty());
@@ -92,7 +101,7 @@ impl OutputLedger {
             self.logs.push(entry);
             Admission::Admitted
         } else {
-            self.exceeded = Some(Some(entry));
+            self.budget = Budget::ExceededBy(entry);
             Admission::Exceeded
         }
     }
@@ -100,7 +109,9 @@ impl OutputLedger {
     /// Records that the substrate itself detected an overflow (for instance a worker-side buffer
     /// that refused an entry before it reached the host). Later entries are dropped.
     pub fn exceed(&mut self) {
-        self.exceeded.get_or_insert(None);
+        if !self.is_exceeded() {
+            self.budget = Budget::Exceeded;
+        }
     }
 
     /// Builds the run's result from how it ended, applying the budget.
@@ -118,9 +129,11 @@ impl OutputLedger {
         if matches!(ending, Ending::Stopped(StopReason::OutputExceeded)) {
             self.exceed();
         }
-        let Self { max, used, logs, exceeded } = self;
-        if let Some(overflow) = exceeded {
-            return limit_result(max, logs, overflow);
+        let Self { max, used, logs, budget } = self;
+        match budget {
+            Budget::Holds => {}
+            Budget::ExceededBy(entry) => return limit_result(max, logs, Some(entry)),
+            Budget::Exceeded => return limit_result(max, logs, None),
         }
         let room = max.saturating_sub(used);
         match ending.into_failure() {

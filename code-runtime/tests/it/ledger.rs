@@ -227,6 +227,8 @@ fn substrate_signalled_overflow_uses_the_admitted_logs() {
         result,
         failed(&["kept"], FailureKind::OutputLimit, "outer output exceeded 100 bytes")
     );
+    // Before the ledger, which knows the budget, the stop names no number it does not know.
+    assert_eq!(StopReason::OutputExceeded.to_string(), "outer output exceeded the output budget");
 }
 
 #[test]
@@ -341,6 +343,8 @@ fn a_stop_for_output_is_the_limit_result() {
         result,
         failed(&["kept"], FailureKind::OutputLimit, "outer output exceeded 100 bytes")
     );
+    // Before the ledger, which knows the budget, the stop names no number it does not know.
+    assert_eq!(StopReason::OutputExceeded.to_string(), "outer output exceeded the output budget");
 }
 
 #[test]
