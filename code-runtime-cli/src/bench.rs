@@ -15,23 +15,23 @@ use futures::future::join_all;
 
 use crate::Failure;
 
-pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
-    let mut language = "all".to_owned();
-    let (mut quick, mut as_json) = (false, false);
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--json" => as_json = true,
-            "--language" => language = rest.next().cloned().ok_or("--language needs a value")?,
-            other => return Err(Failure::Misuse(format!("unknown bench option {other}"))),
-        }
-    }
-    if !["all", "typescript", "python"].contains(&language.as_str()) {
-        return Err(Failure::Misuse(format!(
-            "--language must be typescript, python or all, got {language}"
-        )));
-    }
+/// `code-runtime bench`'s options (CLI.md).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The providers to measure.
+    #[arg(long, value_name = "LANGUAGE", default_value = "all",
+          value_parser = ["typescript", "python", "all"])]
+    language: String,
+    /// A smaller sample: under a minute in all.
+    #[arg(long)]
+    quick: bool,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn main(args: &Args) -> Result<ExitCode, Failure> {
+    let (language, quick, as_json) = (args.language.as_str(), args.quick, args.json);
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,24 +7,20 @@ use code_runtime_fixtures::{Recorder, load_bindings};
 
 use crate::Failure;
 
-pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
-    let mut bindings: Option<PathBuf> = None;
-    let mut language = "typescript".to_owned();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let mut value =
-            || rest.next().cloned().ok_or_else(|| Failure::Misuse(format!("{arg} needs a value")));
-        match arg.as_str() {
-            "--bindings" => bindings = Some(value()?.into()),
-            "--language" => language = value()?,
-            other => return Err(Failure::Misuse(format!("unexpected argument {other}"))),
-        }
-    }
-    if language != "typescript" && language != "python" {
-        return Err(Failure::Misuse(format!(
-            "--language must be typescript or python, got {language}"
-        )));
-    }
+/// `code-runtime describe`'s options (CLI.md).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The bindings file, as for `run`.
+    #[arg(long, value_name = "FILE")]
+    bindings: Option<PathBuf>,
+    /// TypeScript declarations or Python stubs.
+    #[arg(long, value_name = "LANGUAGE", default_value = "typescript",
+          value_parser = ["typescript", "python"])]
+    language: String,
+}
+
+pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
+    let Args { bindings, language } = args;
     let path = bindings.ok_or("describe needs --bindings FILE")?;
     let request = load_bindings(&path, &Recorder::off())?.request(String::new());
     let text = code_runtime::describe_request(&request, &language)?;

@@ -1,5 +1,7 @@
 //! The `code-runtime` command (../shared/design/CLI.md): run one program file against bindings
-//! described in JSON, or benchmark the providers.
+//! described in JSON, describe the bindings, benchmark the providers, serve code mode over MCP.
+//! The command line is clap's (help for every subcommand, suggestions, completions); its errors
+//! are rewritten to CLI.md's one line.
 //!
 //! Exit codes: 0 when the run completed, 1 when it failed (the result on stdout says how), 2 for
 //! misuse (a bad flag, an unreadable or invalid file, invalid bindings), with one line on stderr
@@ -11,7 +13,11 @@ mod describe;
 mod mcp;
 mod run;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory as _, Parser as _};
 
 /// Why the command could not do what it was asked.
 #[derive(Debug)]
@@ -37,91 +43,64 @@ fn one_line(message: &str) -> String {
     format!("code-runtime: {}", message.replace('\n', " "))
 }
 
-const USAGE: &str = "usage: code-runtime run PROGRAM [--language typescript|python] [--bindings FILE] [--limits FILE] \
-[--timeout-ms N] [--compute-ms N] [--memory-mb N] [--max-output-bytes N] [--record FILE] \
-[--record-max-bytes N] [--events FILE] [--isolation thread|process] [--max-calls N] [--max-pending-calls N]\n       \
-code-runtime bench [--language typescript|python|all] [--quick] [--json]\n       \
-code-runtime describe --bindings FILE [--language typescript|python]\n       \
-code-runtime mcp --config FILE [--http ADDR] [--record FILE] [--record-max-bytes N]";
+/// What a misuse message ends with when the command itself is missing or unknown.
+const USAGE: &str = "usage: code-runtime run|bench|describe|mcp|completions [OPTIONS]; \
+code-runtime --help shows every option";
 
-const HELP: &str = "code-runtime: run one LLM-written program in isolation against host bindings.
-
-usage:
-  code-runtime run PROGRAM [options]     run a program file (`-` reads stdin); prints one JSON result
-  code-runtime bench [options]           measure the providers against their baselines
-  code-runtime describe --bindings FILE [--language typescript|python]
-                                         print the TypeScript declarations (default) or Python
-                                         stubs the model should read about the bindings
-  code-runtime mcp --config FILE [--http ADDR] [--record FILE] [--record-max-bytes N]
-                                         serve code mode over MCP (stdio, or streamable HTTP
-                                         at http://ADDR/mcp): run_code over the config's
-                                         upstream MCP servers {\"servers\": {\"ns\": {\"command\":
-                                         [..], \"env\": {..}} | {\"url\": \"..\"}}, \"bindings\",
-                                         \"languages\", \"limits\"}
-
-run options:
-  --language typescript|python   default: from the extension (.ts .js .mts: typescript, .py: python)
-  --bindings FILE                JSON {\"namespaces\": [{\"global\": \"tools\", \"errorClass\": {\"name\": \"ToolCallError\",
-                                 \"memberNameProperty\": \"toolName\"}, \"functions\": {\"search\": {\"echo\": true}}}]}
-                                 behaviours: {\"echo\": true} {\"reply\": JSON} {\"reject\": \"message\"}
-                                 {\"command\": [\"prog\", \"arg\"]} (args JSON on stdin, stdout JSON resolves),
-                                 each with an optional \"delayMs\": N; a function may add \"description\",
-                                 \"input\" and \"output\" (JSON Schemas), a namespace \"description\"
-  --limits FILE                  JSON {\"timeoutMs\", \"computeMs\", \"memoryMb\", \"maxOutputBytes\", \"maxCalls\",
-                                 \"maxCallsPerFunction\", \"maxPendingCalls\"}; flags override
-  --timeout-ms N                 wall-clock ceiling (default 600000)
-  --compute-ms N                 CPU budget (default 60000)
-  --memory-mb N                  memory budget (default 512); what the program makes the host hold
-                                 (values, calls, output) is held to it as well
-  --max-output-bytes N           output budget over logs plus value or message (default 67108864)
-  --record FILE                  one JSON line per binding call
-                                 {\"namespace\", \"function\", \"args\", \"ok\" | \"error\", \"startedMs\", \"durationMs\"},
-                                 written as calls settle, nothing kept
-  --record-max-bytes N           the record file's bound (default 1073741824): a call whose line
-                                 would pass it ends the run as output-limit
-  --events FILE                  one JSON line per event while the program runs (`-`: stderr): log, call,
-                                 settled, end
-  --max-calls N                  binding calls a run may make (default 10000); more reject
-  --max-pending-calls N          binding calls in flight at once (default 1000); more reject
-  --isolation thread|process     TypeScript: process (default) runs the isolate in a sandbox cell,
-                                 thread in this process (trusted programs only); Python always
-                                 runs in a cell
-
-bench options:
-  --language typescript|python|all   default all
-  --quick                            a smaller sample, under a minute in all
-  --json                             one JSON object instead of a table
-
-example:
+/// What `code-runtime --help` ends with.
+const AFTER_HELP: &str = "example:
   code-runtime run examples/research.ts --bindings examples/research.bindings.json
 
 exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr,
 nothing on stdout), 3 internal failure (one line on stderr: no usable interpreter, a record file
 that could not be written; stdout has the result when the run took place)";
 
+/// The command line (CLI.md).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "code-runtime",
+    version,
+    about = "Run one LLM-written program in isolation against host bindings.",
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Run a program file (`-` reads stdin) against bindings; prints one JSON result.
+    Run(run::Args),
+    /// Measure the providers against their baselines, measured in the same run.
+    Bench(bench::Args),
+    /// Print the TypeScript declarations (default) or Python stubs the model should read about
+    /// the bindings.
+    Describe(describe::Args),
+    /// Serve code mode over MCP (stdio, or streamable HTTP at http://ADDR/mcp): `run_code` over
+    /// the config's upstream MCP servers.
+    Mcp(mcp::Args),
+    /// Print the completion script of SHELL.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
 fn main() -> ExitCode {
     // The TypeScript provider starts this executable in each sandbox cell; there it serves the
     // cell's one run and exits, before anything else happens.
     code_runtime_worker_thread::serve_cell_if_asked();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let outcome = match args.first().map(String::as_str) {
-        Some("run") => run::main(&args[1..]),
-        Some("bench") => bench::main(&args[1..]),
-        Some("describe") => describe::main(&args[1..]),
-        Some("mcp") => mcp::main(&args[1..]),
-        Some("--help" | "-h" | "help") => {
-            print_stdout(HELP);
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let outcome = match parse(&args) {
+        Ok(Parsed::Command(command)) => execute(*command),
+        Ok(Parsed::Shown(text)) => {
+            print_stdout(&text);
             Ok(ExitCode::SUCCESS)
         }
-        Some("--version" | "-V") => {
-            print_stdout(concat!("code-runtime ", env!("CARGO_PKG_VERSION")));
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => Err(Failure::Misuse(format!(
-            "unknown command {} ({USAGE})",
-            code_runtime::json::quote(other)
-        ))),
-        None => Err(Failure::Misuse(format!("missing command ({USAGE})"))),
+        Err(failure) => Err(failure),
     };
     match outcome {
         Ok(code) => code,
@@ -134,6 +113,118 @@ fn main() -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+/// What the command line asks for: a command, or text to show (help, the version).
+enum Parsed {
+    Command(Box<Command>),
+    Shown(String),
+}
+
+fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
+    // `code-runtime --help` (and `help`) shows every subcommand's options at once.
+    if let [_, only] = args {
+        if ["--help", "-h", "help"].iter().any(|flag| only == flag) {
+            return Ok(Parsed::Shown(full_help()));
+        }
+    }
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Ok(Parsed::Command(Box::new(cli.command))),
+        Err(error) => match error.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                Ok(Parsed::Shown(error.to_string().trim_end().to_owned()))
+            }
+            _ => Err(Failure::Misuse(misuse(&error))),
+        },
+    }
+}
+
+fn execute(command: Command) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Run(args) => run::main(args),
+        Command::Bench(args) => bench::main(&args),
+        Command::Describe(args) => describe::main(args),
+        Command::Mcp(args) => mcp::main(args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "code-runtime", &mut script);
+            print_stdout(String::from_utf8_lossy(&script).trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The top-level help followed by each subcommand's: one page that documents every option.
+fn full_help() -> String {
+    let mut command = Cli::command();
+    command.build();
+    let mut text = command.render_long_help().to_string();
+    for subcommand in command.get_subcommands_mut().filter(|sub| sub.get_name() != "help") {
+        text.push_str(&format!("\n\n{}", subcommand.render_long_help().to_string().trim_end()));
+    }
+    text.trim_end().to_owned()
+}
+
+/// clap's error as CLI.md's one line: what was wrong, with a suggestion when clap has one.
+fn misuse(error: &clap::Error) -> String {
+    let strings = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => vec![text.clone()],
+        Some(ContextValue::Strings(texts)) => texts.clone(),
+        _ => Vec::new(),
+    };
+    let first = |kind| strings(kind).into_iter().next();
+    // `--timeout-ms <N>` is the flag `--timeout-ms`; `<SHELL>` the argument SHELL.
+    let arg = first(ContextKind::InvalidArg)
+        .map(|arg| arg.split_whitespace().next().unwrap_or_default().to_owned())
+        .map(|arg| arg.trim_start_matches('<').trim_end_matches('>').to_owned())
+        .unwrap_or_default();
+    let value = first(ContextKind::InvalidValue).unwrap_or_default();
+    let suggestion = first(ContextKind::SuggestedArg)
+        .or_else(|| first(ContextKind::SuggestedSubcommand))
+        .map(|suggested| format!(" (did you mean {suggested}?)"))
+        .unwrap_or_default();
+    match error.kind() {
+        ErrorKind::UnknownArgument if arg.starts_with('-') => {
+            format!("unknown option {arg}{suggestion}")
+        }
+        ErrorKind::UnknownArgument => format!("unexpected argument {arg}"),
+        ErrorKind::InvalidSubcommand => {
+            let command = first(ContextKind::InvalidSubcommand).unwrap_or_default();
+            format!("unknown command {}{suggestion} ({USAGE})", code_runtime::json::quote(&command))
+        }
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            format!("missing command ({USAGE})")
+        }
+        ErrorKind::InvalidValue if value.is_empty() => format!("{arg} needs a value"),
+        ErrorKind::InvalidValue => {
+            let valid = alternatives(&strings(ContextKind::ValidValue));
+            format!("{arg} must be {valid}, got {value}")
+        }
+        ErrorKind::ValueValidation => match std::error::Error::source(error) {
+            Some(why) => format!("{arg} {why}"),
+            None => format!("{arg}: invalid value {value}"),
+        },
+        _ => {
+            // Anything else: clap's own first line, without its `error: ` prefix.
+            let rendered = error.render().to_string();
+            let line = rendered.lines().next().unwrap_or_default();
+            line.strip_prefix("error: ").unwrap_or(line).to_owned()
+        }
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn alternatives(values: &[String]) -> String {
+    match values {
+        [] => String::new(),
+        [only] => only.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// A non-negative integer option's value.
+pub(crate) fn count(text: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| format!("must be a non-negative integer, got {text}"))
 }
 
 /// Writes the command's output. A closed stdout (`code-runtime bench | head`) is not an error of

@@ -22,48 +22,31 @@ use crate::mcp::config::McpConfig;
 use crate::mcp::server::{Catalogue, CodeModeServer, Runtimes};
 use crate::mcp::upstream::Upstream;
 
-#[derive(Debug, Default)]
-struct Args {
+/// `code-runtime mcp`'s options (CLI.md).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// JSON {"servers": {"ns": {"command": [..], "env": {..}} | {"url": ".."}}, "bindings",
+    /// "languages", "limits"}: each upstream MCP server's tools become the namespace "ns".
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address such as
+    /// 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR", value_parser = address)]
     http: Option<SocketAddr>,
+    /// One JSON line per binding call, as for `run`.
+    #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// The record file's bound [default: 1073741824].
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
 }
 
-fn parse(args: &[String]) -> Result<Args, Failure> {
-    let mut parsed = Args::default();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let mut value = |flag: &str| {
-            rest.next().cloned().ok_or_else(|| Failure::Misuse(format!("{flag} needs a value")))
-        };
-        match arg.as_str() {
-            "--config" => parsed.config = Some(value(arg)?.into()),
-            "--record" => parsed.record = Some(value(arg)?.into()),
-            "--record-max-bytes" => {
-                let text = value(arg)?;
-                let bytes = text.parse().map_err(|_| {
-                    Failure::Misuse(format!("{arg} must be a non-negative integer, got {text}"))
-                })?;
-                parsed.record_max_bytes = Some(bytes);
-            }
-            "--http" => {
-                let text = value(arg)?;
-                let address = text.parse().map_err(|_| {
-                    Failure::Misuse(format!(
-                        "--http needs an address such as 127.0.0.1:8080, got {text}"
-                    ))
-                })?;
-                parsed.http = Some(address);
-            }
-            other => return Err(Failure::Misuse(format!("unexpected argument {other}"))),
-        }
-    }
-    Ok(parsed)
+/// `--http`'s value.
+fn address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| format!("needs an address such as 127.0.0.1:8080, got {text}"))
 }
 
-pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
-    let args = parse(args)?;
+pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let path = args.config.clone().ok_or("mcp needs --config FILE")?;
     let config = McpConfig::load(&path)?;
     let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes)?;

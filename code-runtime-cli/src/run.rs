@@ -15,62 +15,69 @@ use code_runtime_worker_thread::{
 
 use crate::Failure;
 
-#[derive(Debug, Default)]
-struct Args {
+/// `code-runtime run`'s options (CLI.md).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Python always runs in a sandbox cell; TypeScript does unless --isolation \
+thread. Exit codes: 0 completed, 1 the run failed (the result's error says how), 2 misuse, 3 \
+internal failure.")]
+pub(crate) struct Args {
+    /// The program file; `-` reads stdin. The program is the body of an async function: top-level
+    /// `await` and `return` work.
+    #[arg(value_name = "PROGRAM")]
     program: Option<String>,
+    /// The program's language [default: from the extension: .ts .js .mts typescript, .py python]
+    #[arg(long, value_name = "LANGUAGE", value_parser = ["typescript", "python"])]
     language: Option<String>,
+    /// JSON {"namespaces": [{"global": "tools", "errorClass": {"name": "ToolCallError",
+    /// "memberNameProperty": "toolName"}, "functions": {"search": {"echo": true}}}]}. Behaviours:
+    /// {"echo": true} {"reply": JSON} {"reject": "message"} {"command": ["prog", "arg"]} (the
+    /// argument's JSON on stdin, its stdout's JSON resolves), each with an optional "delayMs": N; a
+    /// function may add "description", "input" and "output" (JSON Schemas), a namespace
+    /// "description".
+    #[arg(long, value_name = "FILE")]
     bindings: Option<PathBuf>,
+    /// JSON {"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes", "maxCalls",
+    /// "maxCallsPerFunction", "maxPendingCalls"}; the flags override it.
+    #[arg(long, value_name = "FILE")]
     limits: Option<PathBuf>,
+    /// Wall-clock ceiling in milliseconds [default: 600000]
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     timeout_ms: Option<u64>,
+    /// CPU budget in milliseconds [default: 60000]
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     compute_ms: Option<u64>,
+    /// Memory budget in MiB [default: 512]; what the program makes the host hold (values, calls,
+    /// output) is held to it as well.
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     memory_mb: Option<u64>,
+    /// Output budget over the logs plus the value or message [default: 67108864]
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_output_bytes: Option<u64>,
+    /// Writes one JSON line per binding call {"namespace", "function", "args", "ok" | "error",
+    /// "startedMs", "durationMs"} as calls settle; nothing is kept.
+    #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// The record file's bound [default: 1073741824]: a call whose line would pass it ends the
+    /// run as output-limit.
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
+    /// Streams one JSON line per event while the program runs (`-`: stderr): log, call, settled,
+    /// end.
+    #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// TypeScript: `process` runs the isolate in a sandbox cell, `thread` in this process (trusted
+    /// programs only) [default: process]
+    #[arg(long, value_name = "MODE", value_parser = ["thread", "process"])]
     isolation: Option<String>,
+    /// Binding calls a run may make [default: 10000]; more reject.
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_calls: Option<u64>,
+    /// Binding calls in flight at once [default: 1000]; more wait their turn.
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_pending_calls: Option<u64>,
 }
 
-fn parse(args: &[String]) -> Result<Args, Failure> {
-    let mut parsed = Args::default();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let mut value = |flag: &str| {
-            rest.next().cloned().ok_or_else(|| Failure::Misuse(format!("{flag} needs a value")))
-        };
-        let number = |flag: &str, text: String| {
-            text.parse::<u64>().map_err(|_| {
-                Failure::Misuse(format!("{flag} must be a non-negative integer, got {text}"))
-            })
-        };
-        match arg.as_str() {
-            "--language" => parsed.language = Some(value(arg)?),
-            "--bindings" => parsed.bindings = Some(value(arg)?.into()),
-            "--limits" => parsed.limits = Some(value(arg)?.into()),
-            "--record" => parsed.record = Some(value(arg)?.into()),
-            "--record-max-bytes" => parsed.record_max_bytes = Some(number(arg, value(arg)?)?),
-            "--events" => parsed.events = Some(value(arg)?.into()),
-            "--isolation" => parsed.isolation = Some(value(arg)?),
-            "--timeout-ms" => parsed.timeout_ms = Some(number(arg, value(arg)?)?),
-            "--compute-ms" => parsed.compute_ms = Some(number(arg, value(arg)?)?),
-            "--memory-mb" => parsed.memory_mb = Some(number(arg, value(arg)?)?),
-            "--max-output-bytes" => parsed.max_output_bytes = Some(number(arg, value(arg)?)?),
-            "--max-calls" => parsed.max_calls = Some(number(arg, value(arg)?)?),
-            "--max-pending-calls" => parsed.max_pending_calls = Some(number(arg, value(arg)?)?),
-            flag if flag.starts_with("--") => {
-                return Err(Failure::Misuse(format!("unknown option {flag}")));
-            }
-            program if parsed.program.is_none() => parsed.program = Some(program.to_owned()),
-            extra => return Err(Failure::Misuse(format!("unexpected argument {extra}"))),
-        }
-    }
-    Ok(parsed)
-}
-
-pub(crate) fn main(args: &[String]) -> Result<ExitCode, Failure> {
-    let args = parse(args)?;
+pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let program_path = args.program.clone().ok_or("missing PROGRAM (a file, or - for stdin)")?;
     let language = language(&args, &program_path)?;
     let program = read_program(&program_path)?;

@@ -417,6 +417,69 @@ fn help_documents_every_flag() {
 }
 
 #[test]
+fn every_subcommand_has_its_help() {
+    for (args, flags) in [
+        (&["run", "--help"][..], &["--bindings", "--limits", "--isolation", "--events"][..]),
+        (&["run", "-h"], &["--max-pending-calls", "--record-max-bytes"]),
+        (&["help", "run"], &["--timeout-ms"]),
+        (&["bench", "--help"], &["--quick", "--json", "--language"]),
+        (&["describe", "--help"], &["--bindings", "--language"]),
+        (&["mcp", "--help"], &["--config", "--http", "--record"]),
+        (&["completions", "--help"], &["bash", "zsh", "fish"]),
+    ] {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        let help = stdout(&output);
+        assert!(help.contains("Usage: code-runtime "), "{args:?}: {help}");
+        for flag in flags {
+            assert!(help.contains(flag), "{args:?} lacks {flag}: {help}");
+        }
+    }
+    let output = run(&["--version"]);
+    assert_eq!(stdout(&output), format!("code-runtime {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn mistyped_options_and_commands_are_misuse_with_a_suggestion() {
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--bindngs", "x.json"]),
+        "unknown option --bindngs (did you mean --bindings?)",
+    );
+    check_misuse(&run(&["descibe"]), "unknown command \"descibe\" (did you mean describe?)");
+    check_misuse(&run(&["run", "examples/research.ts", "--language"]), "--language needs a value");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--max-calls", "-5"]),
+        "--max-calls must be a non-negative integer, got -5",
+    );
+    check_misuse(&run(&["run", "a.ts", "b.ts"]), "unexpected argument b.ts");
+    check_misuse(
+        &run(&["run", "a.ts", "--isolation", "vm"]),
+        "--isolation must be thread or process, got vm",
+    );
+    check_misuse(
+        &run(&["bench", "--language", "go"]),
+        "--language must be typescript, python or all, got go",
+    );
+    check_misuse(&run(&["completions", "tcsh"]), "SHELL must be bash, elvish, fish");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _code__runtime"),
+        ("zsh", "#compdef code-runtime"),
+        ("fish", "complete -c code-runtime"),
+    ] {
+        let output = run(&["completions", shell]);
+        assert_eq!(output.status.code(), Some(0), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(marker), "{shell}: {script}");
+        // The subcommands and their options are in it.
+        assert!(script.contains("describe") && script.contains("bindings"), "{shell}");
+    }
+}
+
+#[test]
 fn files_are_read_bounded_and_strictly() {
     let scratch = Scratch::new("strict");
     let twice = scratch.write("twice.json", r#"{"timeoutMs": 5, "timeoutMs": 6}"#);
