@@ -116,6 +116,7 @@ impl PythonConfig {
     /// The first invalid setting.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
+        code_runtime::provider::RunGate::validate(self.max_concurrent_runs)?;
         // The cell's init and the interpreter count.
         if self.max_processes < 2 {
             return Err(ConfigError::new(

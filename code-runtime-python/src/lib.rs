@@ -72,10 +72,8 @@ mod warm;
 
 use std::path::PathBuf;
 
-use code_runtime::provider::{Host, async_trait};
-use code_runtime::{
-    CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError, Limits,
-};
+use code_runtime::provider::{Ending, Host, Hosted, Provider, Start};
+use code_runtime::{CodeRuntime, ConfigError};
 
 pub use code_runtime_sandbox::{Containment, Options as SandboxOptions, SandboxError};
 
@@ -115,8 +113,13 @@ pub enum PythonError {
 /// A [`CodeRuntime`] that runs Python programs, one fresh `python3` per run in a sandbox cell.
 #[derive(Debug)]
 pub struct PythonCodeRuntime {
+    host: Host<PythonProvider>,
+}
+
+/// What [`PythonCodeRuntime`]'s host runs: each run's cell, the warm one when it fits.
+#[derive(Debug)]
+struct PythonProvider {
     warm: warm::WarmCell,
-    host: Host,
 }
 
 impl PythonCodeRuntime {
@@ -136,11 +139,12 @@ impl PythonCodeRuntime {
     /// sandbox layer required but missing.
     pub fn new(config: PythonConfig) -> Result<Self, PythonError> {
         config.validate()?;
-        let host = Host::new("python", "process", config.limits, config.max_concurrent_runs)?;
+        let (limits, max_concurrent_runs) = (config.limits, config.max_concurrent_runs);
         let probe = probe::probe(&config, cell::PythonCell::check)?;
         let cell = cell::PythonCell::new(&probe, &config)?;
         let warm = warm::WarmCell::new(std::sync::Arc::new(warm::Launcher { config, probe, cell }));
-        Ok(Self { warm, host })
+        let host = Host::new(PythonProvider { warm }, limits, max_concurrent_runs)?;
+        Ok(Self { host })
     }
 
     /// [`new`](Self::new) on a thread of its own, so an async host's executor is not blocked by
@@ -162,56 +166,52 @@ impl PythonCodeRuntime {
 
     /// The interpreter every run starts (the real executable behind the configured one).
     pub fn executable(&self) -> &std::path::Path {
-        &self.warm.launcher().probe.executable
+        &self.host.provider().warm.launcher().probe.executable
     }
 
     /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
-        self.warm.launcher().cell.containment()
+        self.host.provider().warm.launcher().cell.containment()
     }
 
     /// Whether construction read the probe from the cache instead of starting the interpreter.
     pub fn probe_was_cached(&self) -> bool {
-        self.warm.launcher().probe.cached
+        self.host.provider().warm.launcher().probe.cached
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &PythonConfig {
-        &self.warm.launcher().config
+        &self.host.provider().warm.launcher().config
     }
 }
 
-#[async_trait]
-impl CodeRuntime for PythonCodeRuntime {
-    fn language(&self) -> &str {
+impl Hosted for PythonCodeRuntime {
+    fn runtime(&self) -> &dyn CodeRuntime {
+        &self.host
+    }
+}
+
+impl Provider for PythonProvider {
+    type Substrate = substrate::ChildSubstrate;
+
+    fn language(&self) -> &'static str {
         "python"
     }
 
-    fn isolation(&self) -> &str {
-        self.host.isolation()
+    fn isolation(&self) -> &'static str {
+        "process"
     }
 
-    fn limits(&self) -> &Limits {
-        self.host.limits()
-    }
-
-    /// Runs one program in a fresh child.
+    /// A fresh cell for the run: the warm one when it fits.
     ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future kills the run's cell at once; it is reaped on the provider's reactor,
-    /// which [`dispose`](CodeRuntime::dispose) waits for.
-    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        self.host
-            .run(request, |start| async move {
-                let launched = self.warm.take(&start.limits).await?;
-                Ok(launched.run(&self.warm.launcher().config, start))
-            })
-            .await
+    /// Cancel safety: dropping a run kills its cell at once; it is reaped on the provider's
+    /// reactor, which disposal waits for.
+    async fn start(&self, start: Start) -> Result<substrate::ChildSubstrate, Ending> {
+        let launched = self.warm.take(&start.limits).await?;
+        Ok(launched.run(&self.warm.launcher().config, start))
     }
 
-    async fn dispose(&self) {
+    async fn close(&self) {
         self.warm.close().await;
-        self.host.dispose().await;
     }
 }

@@ -88,18 +88,10 @@ mod termination;
 mod wire;
 
 use std::path::PathBuf;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
-use code_runtime::provider::{
-    CallId, Ending, Event, Host, Spare, Substrate, Teardown, async_trait,
-};
-use code_runtime::{
-    BindingError, CodeRunRequest, CodeRunResult, CodeRuntime, ConfigError, ContractError,
-    JsonValue, Limits,
-};
+use code_runtime::provider::{Either, Ending, Host, Hosted, Provider, RunGate, Spare, Start};
+use code_runtime::{CodeRuntime, ConfigError};
 use code_runtime_sandbox::{Containment, SandboxError};
-use futures::future::BoxFuture;
 
 pub use crate::cell::serve_cell_if_asked;
 pub use crate::config::{Isolation, WorkerThreadConfig};
@@ -133,8 +125,13 @@ pub enum WorkerThreadError {
 /// `thread` run; in `process` isolation each cell initialises its own.
 #[derive(Debug)]
 pub struct WorkerThreadCodeRuntime {
+    host: Host<WorkerThread>,
+}
+
+/// What [`WorkerThreadCodeRuntime`]'s host runs: isolates on threads, or cells.
+#[derive(Debug)]
+struct WorkerThread {
     config: WorkerThreadConfig,
-    host: Host,
     cells: Option<process::Cells>,
     /// `thread` isolation: isolate threads started ahead of the next runs.
     ready: Spare<substrate::Ready>,
@@ -149,11 +146,8 @@ impl WorkerThreadCodeRuntime {
     /// [`WorkerThreadError::Config`] for invalid limits or a zero `max_concurrent_runs`;
     /// [`WorkerThreadError::Sandbox`] and [`WorkerThreadError::Cell`] in `process` isolation.
     pub fn new(config: WorkerThreadConfig) -> Result<Self, WorkerThreadError> {
-        let isolation = match config.isolation {
-            Isolation::Thread => "worker-thread",
-            Isolation::Process => "process",
-        };
-        let host = Host::new("typescript", isolation, config.limits, config.max_concurrent_runs)?;
+        config.limits.validate()?;
+        RunGate::validate(config.max_concurrent_runs)?;
         let cells = match config.isolation {
             Isolation::Thread => None,
             Isolation::Process => Some(process::Cells::new(&config)?),
@@ -167,18 +161,20 @@ impl WorkerThreadCodeRuntime {
             move || Box::pin(substrate::ready_off_reactor(shape)),
             |ready| Box::pin(ready.discard()),
         );
-        Ok(Self { config, host, cells, ready })
+        let (limits, max_concurrent_runs) = (config.limits, config.max_concurrent_runs);
+        let provider = WorkerThread { config, cells, ready };
+        Ok(Self { host: Host::new(provider, limits, max_concurrent_runs)? })
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &WorkerThreadConfig {
-        &self.config
+        &self.host.provider().config
     }
 
     /// The sandbox layers that hold for every run in `process` isolation; `None` in `thread`
     /// isolation, where there are none.
     pub fn containment(&self) -> Option<Containment> {
-        self.cells.as_ref().map(process::Cells::containment)
+        self.host.provider().cells.as_ref().map(process::Cells::containment)
     }
 }
 
@@ -187,7 +183,7 @@ impl WorkerThreadCodeRuntime {
 /// longer than a trivial run).
 pub(crate) const WARM: usize = 2;
 
-impl WorkerThreadCodeRuntime {
+impl WorkerThread {
     /// `thread` isolation: a run's isolate thread, one started ahead when it fits.
     async fn thread(
         &self,
@@ -204,95 +200,50 @@ impl WorkerThreadCodeRuntime {
     }
 }
 
-#[async_trait]
-impl CodeRuntime for WorkerThreadCodeRuntime {
-    fn language(&self) -> &str {
+impl Hosted for WorkerThreadCodeRuntime {
+    fn runtime(&self) -> &dyn CodeRuntime {
+        &self.host
+    }
+}
+
+impl Provider for WorkerThread {
+    /// Boxed cell: it is the larger by hundreds of bytes, and one allocation per run is nothing
+    /// beside a process.
+    type Substrate = Either<substrate::IsolateSubstrate, Box<process::CellSubstrate>>;
+
+    fn language(&self) -> &'static str {
         "typescript"
     }
 
-    fn isolation(&self) -> &str {
-        self.host.isolation()
+    fn isolation(&self) -> &'static str {
+        match self.config.isolation {
+            Isolation::Thread => "worker-thread",
+            Isolation::Process => "process",
+        }
     }
 
-    fn limits(&self) -> &Limits {
-        self.host.limits()
-    }
-
-    /// Runs one program in a fresh isolate.
+    /// A fresh isolate for the run, made ahead when one fits.
     ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future terminates the isolate at once (kills its cell); its thread is
-    /// joined (its cell reaped) on the provider's reactor, which
-    /// [`dispose`](CodeRuntime::dispose) waits for.
-    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        self.host
-            .run(request, |start| async {
-                let limits = start.limits;
-                let memory = start.memory.clone();
-                let shape = substrate::shape(&self.config, &limits);
-                let program = substrate::program(start)?;
-                match &self.cells {
-                    None => self.thread(shape, program).await.map(Isolate::Thread),
-                    Some(cells) => cells
-                        .start(shape, program, limits, memory)
-                        .await
-                        .map(|cell| Isolate::Cell(Box::new(cell))),
-                }
-            })
-            .await
+    /// Cancel safety: dropping a run terminates its isolate at once (kills its cell); its thread
+    /// is joined (its cell reaped) on the provider's reactor, which disposal waits for.
+    async fn start(&self, start: Start) -> Result<Self::Substrate, Ending> {
+        let limits = start.limits;
+        let memory = start.memory.clone();
+        let shape = substrate::shape(&self.config, &limits);
+        let program = substrate::program(start)?;
+        match &self.cells {
+            None => self.thread(shape, program).await.map(Either::Left),
+            Some(cells) => cells
+                .start(shape, program, limits, memory)
+                .await
+                .map(|cell| Either::Right(Box::new(cell))),
+        }
     }
 
-    async fn dispose(&self) {
-        self.host.dispose().await;
+    async fn close(&self) {
         self.ready.close().await;
         if let Some(cells) = &self.cells {
             cells.close().await;
-        }
-    }
-}
-
-/// A run's isolate, wherever it lives.
-enum Isolate {
-    Thread(substrate::IsolateSubstrate),
-    // Boxed: it is the larger by hundreds of bytes, and one allocation per run is nothing
-    // beside a process.
-    Cell(Box<process::CellSubstrate>),
-}
-
-impl Substrate for Isolate {
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
-        match self {
-            Isolate::Thread(isolate) => isolate.poll_event(cx),
-            Isolate::Cell(cell) => cell.poll_event(cx),
-        }
-    }
-
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
-        match self {
-            Isolate::Thread(isolate) => isolate.settle(call, outcome),
-            Isolate::Cell(cell) => cell.settle(call, outcome),
-        }
-    }
-
-    fn compute_used(&self) -> Duration {
-        match self {
-            Isolate::Thread(isolate) => isolate.compute_used(),
-            Isolate::Cell(cell) => cell.compute_used(),
-        }
-    }
-
-    fn stop(&mut self) {
-        match self {
-            Isolate::Thread(isolate) => isolate.stop(),
-            Isolate::Cell(cell) => cell.stop(),
-        }
-    }
-
-    fn teardown(self, ending: Ending) -> BoxFuture<'static, Teardown> {
-        match self {
-            Isolate::Thread(isolate) => isolate.teardown(ending),
-            Isolate::Cell(cell) => (*cell).teardown(ending),
         }
     }
 }

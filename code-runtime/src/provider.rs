@@ -4,7 +4,9 @@
 //! A provider owns a *substrate* (a V8 isolate on a thread, a child process in a sandbox cell)
 //! and nothing else. The host side of a run is the same for every provider and lives here once:
 //!
-//! - [`Host`]: the gate (disposal, the cap on runs in flight and its queue), the request's checks
+//! - [`Provider`]: what a provider supplies (its language, how to start a run's substrate, how
+//!   to close), and [`Host`], the [`CodeRuntime`] of every provider (its public type holds one
+//!   and is [`Hosted`]): the gate (disposal, the cap on runs in flight and its queue), the request's checks
 //!   in their fixed order (disposed, bindings, per-request limits, cancelled), and the host loop
 //!   that drives a [`Substrate`]: logs into the [`OutputLedger`], binding calls through the
 //!   dispatcher, the wall clock, the compute budget, cancellation and disposal.
@@ -26,6 +28,7 @@
 pub mod catalogue;
 mod clock;
 mod dispatch;
+mod either;
 mod ending;
 mod gate;
 mod globals;
@@ -41,10 +44,11 @@ pub use crate::memory::{Held, HostMemory, LOG_LINE_BYTES, OverBudget};
 pub use crate::program_text::unfenced;
 pub use crate::provider::clock::CpuClock;
 pub use crate::provider::dispatch::{BindingTable, CallId, FunctionId};
+pub use crate::provider::either::Either;
 pub use crate::provider::ending::{Ending, StopReason};
 pub use crate::provider::gate::{DEFAULT_MAX_CONCURRENT_RUNS, RunGate, RunPermit};
 pub use crate::provider::globals::{ProgramGlobal, ProgramGlobals, ToolIndex};
-pub use crate::provider::host::{Event, Host, Start, Substrate, Teardown};
+pub use crate::provider::host::{Event, Host, Hosted, Provider, Start, Substrate, Teardown};
 pub use crate::provider::ledger::{Admission, OutputLedger};
 pub use crate::provider::spare::Spare;
 pub use crate::validation::{

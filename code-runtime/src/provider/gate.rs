@@ -45,6 +45,21 @@ impl RunGate {
     ///
     /// A [`ConfigError`] for zero, or for more than a semaphore can count.
     pub fn new(max_concurrent_runs: usize) -> Result<Self, ConfigError> {
+        Self::validate(max_concurrent_runs)?;
+        Ok(Self {
+            tracker: TaskTracker::new(),
+            disposed: CancellationToken::new(),
+            slots: Arc::new(Semaphore::new(max_concurrent_runs)),
+        })
+    }
+
+    /// Whether `max_concurrent_runs` is a cap a gate can have: a provider's configuration checks
+    /// it before the provider's slow start-up does anything.
+    ///
+    /// # Errors
+    ///
+    /// Zero, or more than the semaphore can count.
+    pub fn validate(max_concurrent_runs: usize) -> Result<(), ConfigError> {
         if max_concurrent_runs == 0 || max_concurrent_runs > Semaphore::MAX_PERMITS {
             return Err(ConfigError::new(
                 "max_concurrent_runs",
@@ -52,11 +67,7 @@ impl RunGate {
                 max_concurrent_runs,
             ));
         }
-        Ok(Self {
-            tracker: TaskTracker::new(),
-            disposed: CancellationToken::new(),
-            slots: Arc::new(Semaphore::new(max_concurrent_runs)),
-        })
+        Ok(())
     }
 
     /// Admits one run.

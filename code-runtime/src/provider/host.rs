@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
@@ -26,6 +27,7 @@ use crate::provider::{
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
+use crate::runtime::CodeRuntime;
 
 /// What a provider runs programs in: a V8 isolate on a thread, a child process in a cell.
 ///
@@ -136,31 +138,113 @@ pub struct Start {
     pub memory: HostMemory,
 }
 
-/// The host side of a provider: its limits, its gate, and the one host loop.
-#[derive(Debug)]
-pub struct Host {
-    gate: RunGate,
-    limits: Limits,
-    language: &'static str,
-    isolation: &'static str,
+/// What a provider supplies to its [`Host`]: the language and isolation it answers, how to start
+/// one run's substrate, and how to close what it keeps between runs (substrates started ahead).
+/// Everything else (the checks, the gate, the host loop, disposal) is the host's, the same for
+/// every provider.
+pub trait Provider: Send + Sync + 'static {
+    /// What a run of this provider runs in.
+    type Substrate: Substrate;
+
+    /// The language of its programs, what [`CodeRuntime::language`] answers.
+    fn language(&self) -> &'static str;
+
+    /// Its isolation label, what [`CodeRuntime::isolation`] answers.
+    fn isolation(&self) -> &'static str;
+
+    /// Starts the substrate of one run; an `Err` ends the run with that ending, no substrate
+    /// made.
+    fn start(&self, start: Start) -> impl Future<Output = Result<Self::Substrate, Ending>> + Send;
+
+    /// Closes what the provider keeps between runs (a spare substrate, say), once the host has
+    /// refused new runs and every run is gone: nothing of the provider outlives it.
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
-impl Host {
-    /// A host for runs under `limits`, at most `max_concurrent_runs` at a time. `language` and
-    /// `isolation` are what the provider's [`CodeRuntime`](crate::CodeRuntime) answers; every
-    /// run's `tracing` span carries them.
+/// The host side of a provider: its limits, its gate, the one host loop, and the
+/// [`CodeRuntime`] every provider is. A provider's public type holds one and implements
+/// [`Hosted`] to be a [`CodeRuntime`] too.
+#[derive(Debug)]
+pub struct Host<P> {
+    provider: P,
+    gate: RunGate,
+    limits: Limits,
+}
+
+/// A provider's public type: a [`CodeRuntime`] through the [`Host`] it holds, which it hands
+/// out as a `dyn CodeRuntime` so the provider's own types stay private.
+pub trait Hosted: Send + Sync {
+    /// The host (a `Host<P>` of the crate's provider).
+    fn runtime(&self) -> &dyn CodeRuntime;
+}
+
+#[async_trait]
+impl<P: Provider> CodeRuntime for Host<P> {
+    fn language(&self) -> &str {
+        self.provider.language()
+    }
+
+    fn isolation(&self) -> &str {
+        self.provider.isolation()
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
+        Host::run(self, request).await
+    }
+
+    async fn dispose(&self) {
+        Host::dispose(self).await;
+    }
+}
+
+#[async_trait]
+impl<T: Hosted> CodeRuntime for T {
+    fn language(&self) -> &str {
+        self.runtime().language()
+    }
+
+    fn isolation(&self) -> &str {
+        self.runtime().isolation()
+    }
+
+    fn limits(&self) -> &Limits {
+        self.runtime().limits()
+    }
+
+    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
+        self.runtime().run(request).await
+    }
+
+    async fn dispose(&self) {
+        self.runtime().dispose().await;
+    }
+}
+
+impl<P: Provider> Host<P> {
+    /// A host of `provider` for runs under `limits`, at most `max_concurrent_runs` at a time.
+    /// Every run's `tracing` span carries the provider's language and isolation.
     ///
     /// # Errors
     ///
     /// The first invalid setting.
     pub fn new(
-        language: &'static str,
-        isolation: &'static str,
+        provider: P,
         limits: Limits,
         max_concurrent_runs: usize,
     ) -> Result<Self, ConfigError> {
         limits.validate()?;
-        Ok(Self { gate: RunGate::new(max_concurrent_runs)?, limits, language, isolation })
+        Ok(Self { provider, gate: RunGate::new(max_concurrent_runs)?, limits })
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &P {
+        &self.provider
     }
 
     /// The provider's limits.
@@ -168,26 +252,16 @@ impl Host {
         &self.limits
     }
 
-    /// The provider's language, as given to [`new`](Host::new).
-    pub fn language(&self) -> &'static str {
-        self.language
-    }
-
-    /// The provider's isolation, as given to [`new`](Host::new).
-    pub fn isolation(&self) -> &'static str {
-        self.isolation
-    }
-
-    /// Fails the runs in flight and queued, refuses new ones, and completes once every substrate
-    /// is gone. Idempotent.
+    /// Fails the runs in flight and queued, refuses new ones, waits until every substrate is
+    /// gone, then closes the provider ([`Provider::close`]). Idempotent.
     pub async fn dispose(&self) {
         self.gate.dispose().await;
+        self.provider.close().await;
     }
 
     /// Runs `request`: the checks every provider makes, in order (disposed, bindings, per-request
     /// limits, cancelled), the program taken out of its Markdown fence ([`unfenced`]), a slot,
-    /// then `start` to make the substrate (an `Err` ends the run with that ending, no substrate
-    /// made), then the host loop until the run ends; an `exception` that names a host API the
+    /// then [`Provider::start`] to make the substrate, then the host loop until the run ends; an `exception` that names a host API the
     /// program cannot have gains a hint.
     ///
     /// # Errors
@@ -206,38 +280,24 @@ impl Host {
     ///
     /// Dropping the future stops the substrate and tears it down on the reactor; the run's permit
     /// is held until then, so [`dispose`](Host::dispose) waits for it.
-    pub async fn run<S, F, Fut>(
-        &self,
-        request: CodeRunRequest,
-        start: F,
-    ) -> Result<CodeRunResult, ContractError>
-    where
-        S: Substrate,
-        F: FnOnce(Start) -> Fut,
-        Fut: Future<Output = Result<S, Ending>>,
-    {
+    pub async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
         let dispatch = tracing::dispatcher::get_default(tracing::Dispatch::clone);
-        self.traced_run(request, start, dispatch.clone()).with_subscriber(dispatch).await
+        self.traced_run(request, dispatch.clone()).with_subscriber(dispatch).await
     }
 
-    async fn traced_run<S, F, Fut>(
+    async fn traced_run(
         &self,
         request: CodeRunRequest,
-        start: F,
         dispatch: tracing::Dispatch,
-    ) -> Result<CodeRunResult, ContractError>
-    where
-        S: Substrate,
-        F: FnOnce(Start) -> Fut,
-        Fut: Future<Output = Result<S, Ending>>,
-    {
+    ) -> Result<CodeRunResult, ContractError> {
         let started = Instant::now();
         let mut permit = self.gate.enter()?;
         validate_request(&request)?;
         let limits = self.limits.tighten(&request.limits)?;
         let CodeRunRequest { program, bindings, values, call_tool, signal, events, .. } = request;
         let program = unfenced(&program).unwrap_or(program);
-        let mut report = RunReport::new(self.language, self.isolation, events, started);
+        let mut report =
+            RunReport::new(self.provider.language(), self.provider.isolation(), events, started);
         let span = report.span().clone();
         let result = async {
             let ledger = OutputLedger::new(limits.output_bytes());
@@ -275,7 +335,7 @@ impl Host {
                 globals,
                 memory: memory.clone(),
             };
-            let substrate = match start(setup).await {
+            let substrate = match self.provider.start(setup).await {
                 Ok(substrate) => substrate,
                 Err(ending) => return ledger.settle(ending),
             };

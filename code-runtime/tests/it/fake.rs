@@ -7,17 +7,20 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use code_runtime::provider::{
-    CallId, Ending, Event, Host, Start, Substrate, Teardown, async_trait,
+    CallId, Ending, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
 };
-use code_runtime::{
-    BindingError, CodeRunRequest, CodeRunResult, CodeRuntime, ContractError, JsonValue, Limits,
-};
+use code_runtime::{BindingError, CodeRuntime, JsonValue, Limits};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// A provider of language `language` whose runs are played by the test through [`Script`]s.
 pub(crate) struct FakeProvider {
-    host: Host,
+    host: Host<Scripted>,
+}
+
+/// The provider the host runs: each run's substrate is handed to the test as a [`Script`].
+pub(crate) struct Scripted {
+    language: &'static str,
     started: UnboundedSender<Script>,
 }
 
@@ -50,7 +53,7 @@ pub(crate) struct State {
     pub(crate) cleaned_up: AtomicBool,
 }
 
-struct Fake {
+pub(crate) struct Fake {
     events: UnboundedReceiver<Event>,
     settled: UnboundedSender<(CallId, Result<JsonValue, BindingError>)>,
     state: Arc<State>,
@@ -109,49 +112,44 @@ impl FakeProvider {
         max_concurrent_runs: usize,
     ) -> (Arc<Self>, UnboundedReceiver<Script>) {
         let (started, scripts) = unbounded_channel();
-        let host =
-            Host::new(language, "script", limits, max_concurrent_runs).expect("valid limits");
-        (Arc::new(Self { host, started }), scripts)
+        let host = Host::new(Scripted { language, started }, limits, max_concurrent_runs)
+            .expect("valid limits");
+        (Arc::new(Self { host }), scripts)
     }
 }
 
-#[async_trait]
-impl CodeRuntime for FakeProvider {
-    fn language(&self) -> &str {
-        self.host.language()
+impl Hosted for FakeProvider {
+    fn runtime(&self) -> &dyn CodeRuntime {
+        &self.host
+    }
+}
+
+impl Provider for Scripted {
+    type Substrate = Fake;
+
+    fn language(&self) -> &'static str {
+        self.language
     }
 
-    fn isolation(&self) -> &str {
-        self.host.isolation()
+    fn isolation(&self) -> &'static str {
+        "script"
     }
 
-    fn limits(&self) -> &Limits {
-        self.host.limits()
-    }
-
-    async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
-        self.host
-            .run(request, |start: Start| async move {
-                let (events_tx, events) = unbounded_channel();
-                let (settled, settled_rx) = unbounded_channel();
-                let state = Arc::new(State::default());
-                let script = Script {
-                    events: events_tx,
-                    settled: settled_rx,
-                    limits: start.limits,
-                    program: start.program.clone(),
-                    state: state.clone(),
-                };
-                if start.program == "fail to start" {
-                    return Err(Ending::Failed("no substrate today".to_owned()));
-                }
-                let _ = self.started.send(script);
-                Ok(Fake { events, settled, state })
-            })
-            .await
-    }
-
-    async fn dispose(&self) {
-        self.host.dispose().await;
+    async fn start(&self, start: Start) -> Result<Fake, Ending> {
+        let (events_tx, events) = unbounded_channel();
+        let (settled, settled_rx) = unbounded_channel();
+        let state = Arc::new(State::default());
+        let script = Script {
+            events: events_tx,
+            settled: settled_rx,
+            limits: start.limits,
+            program: start.program.clone(),
+            state: state.clone(),
+        };
+        if start.program == "fail to start" {
+            return Err(Ending::Failed("no substrate today".to_owned()));
+        }
+        let _ = self.started.send(script);
+        Ok(Fake { events, settled, state })
     }
 }
