@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use code_runtime::Limits;
-use code_runtime_sandbox::{Cell, CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment};
+use code_runtime_sandbox::{CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment};
 
 use crate::command;
 use crate::probe::Probe;
@@ -47,23 +47,18 @@ impl PythonCell {
         self.plan.containment()
     }
 
-    /// The cell's limits for a run under `limits`. `RLIMIT_CPU` is only the kernel's backstop
-    /// behind the host's polling of the whole cell's CPU time, so it is rounded up and given a
-    /// second.
+    /// The cell's limits for a run under `limits` (see [`code_runtime_cell::cell_limits`]), with
+    /// the configured process count.
     pub(crate) fn limits(&self, limits: &Limits) -> CellLimits {
         CellLimits {
             processes: u64::from(self.max_processes),
-            ..CellLimits::new(limits.memory_bytes(), limits.compute_ms.div_ceil(1000) + 1)
+            ..code_runtime_cell::cell_limits(limits)
         }
     }
 
-    /// Starts one run's cell.
-    pub(crate) async fn start(
-        &self,
-        io: CellIo,
-        limits: CellLimits,
-    ) -> Result<Cell, code_runtime_sandbox::SandboxError> {
-        self.plan.start(io, limits).await
+    /// The plan every run's cell is started from.
+    pub(crate) fn plan(&self) -> &CellPlan {
+        &self.plan
     }
 
     /// Starts the interpreter in a cell as a run would be, under the configured memory budget,
@@ -88,7 +83,7 @@ impl PythonCell {
             channel: null().map_err(|error| invalid(error.to_string()))?,
         };
         let limits = Limits { compute_ms: 10_000, ..config.limits };
-        let mut running = futures::executor::block_on(cell.start(io, cell.limits(&limits)))
+        let mut running = futures::executor::block_on(cell.plan.start(io, cell.limits(&limits)))
             .map_err(|error| invalid(error.to_string()))?;
         // The end first, within the time; the pipes are read after it. What the check prints
         // fits a pipe's buffer, and an interpreter that printed more (or hangs) is killed at the

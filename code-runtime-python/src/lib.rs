@@ -61,7 +61,6 @@
 #![warn(missing_docs)]
 
 mod cell;
-pub mod codec;
 mod command;
 mod config;
 pub mod frame;
@@ -208,7 +207,7 @@ impl Provider for PythonProvider {
     /// reactor, which disposal waits for.
     async fn start(&self, start: Start) -> Result<substrate::ChildSubstrate, Ending> {
         let launched = self.warm.take(&start.limits).await?;
-        Ok(launched.run(&self.warm.launcher().config, start))
+        Ok(substrate::run(launched, &self.warm.launcher().config, start))
     }
 
     async fn close(&self) {

@@ -9,12 +9,13 @@
 use std::sync::Arc;
 
 use code_runtime::Limits;
-use code_runtime::provider::{Spare, reactor};
+use code_runtime::provider::Spare;
+use code_runtime_cell::Launched;
 
 use crate::PythonConfig;
 use crate::cell::PythonCell;
 use crate::probe::Probe;
-use crate::substrate::{self, Launched};
+use crate::substrate;
 
 /// What starting a cell takes, shared with the tasks that start warm ones.
 #[derive(Debug)]
@@ -29,12 +30,6 @@ pub(crate) struct Launcher {
 pub(crate) struct WarmCell {
     launcher: Arc<Launcher>,
     spare: Spare<Launched>,
-}
-
-impl std::fmt::Debug for Launched {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Launched").finish_non_exhaustive()
-    }
 }
 
 impl WarmCell {
@@ -71,15 +66,9 @@ impl WarmCell {
     ) -> Result<Launched, code_runtime::provider::Ending> {
         let launcher = &self.launcher;
         let wanted = launcher.cell.limits(limits);
-        if wanted == launcher.cell.limits(&launcher.config.limits) {
-            if let Some(mut launched) = self.spare.take().await {
-                if launched.fits(&wanted) && launched.is_alive() {
-                    return Ok(launched);
-                }
-                reactor::spawn(launched.discard());
-            }
-        }
-        substrate::launch(&launcher.config, &launcher.probe, &launcher.cell, limits).await
+        let default = wanted == launcher.cell.limits(&launcher.config.limits);
+        let launch = substrate::launch(&launcher.config, &launcher.probe, &launcher.cell, limits);
+        code_runtime_cell::take_or_launch(&self.spare, default, &wanted, launch).await
     }
 
     /// No more warm cells; the one there is (or being started) is killed and reaped before this

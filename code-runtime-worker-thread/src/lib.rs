@@ -91,6 +91,7 @@ use std::path::PathBuf;
 
 use code_runtime::provider::{Either, Ending, Host, Hosted, Provider, RunGate, Spare, Start};
 use code_runtime::{CodeRuntime, ConfigError};
+use code_runtime_cell::CellSubstrate;
 use code_runtime_sandbox::{Containment, SandboxError};
 
 pub use crate::cell::serve_cell_if_asked;
@@ -209,7 +210,7 @@ impl Hosted for WorkerThreadCodeRuntime {
 impl Provider for WorkerThread {
     /// Boxed cell: it is the larger by hundreds of bytes, and one allocation per run is nothing
     /// beside a process.
-    type Substrate = Either<substrate::IsolateSubstrate, Box<process::CellSubstrate>>;
+    type Substrate = Either<substrate::IsolateSubstrate, Box<CellSubstrate<process::V8Protocol>>>;
 
     fn language(&self) -> &'static str {
         "typescript"
@@ -227,16 +228,14 @@ impl Provider for WorkerThread {
     /// Cancel safety: dropping a run terminates its isolate at once (kills its cell); its thread
     /// is joined (its cell reaped) on the provider's reactor, which disposal waits for.
     async fn start(&self, start: Start) -> Result<Self::Substrate, Ending> {
-        let limits = start.limits;
-        let memory = start.memory.clone();
-        let shape = substrate::shape(&self.config, &limits);
+        let run = (start.limits, start.memory.clone(), start.table.clone());
+        let shape = substrate::shape(&self.config, &start.limits);
         let program = substrate::program(start)?;
         match &self.cells {
             None => self.thread(shape, program).await.map(Either::Left),
-            Some(cells) => cells
-                .start(shape, program, limits, memory)
-                .await
-                .map(|cell| Either::Right(Box::new(cell))),
+            Some(cells) => {
+                cells.start(shape, program, run).await.map(|cell| Either::Right(Box::new(cell)))
+            }
         }
     }
 

@@ -14,25 +14,37 @@ use std::path::{Path, PathBuf};
 
 use crate::toolchain::project_root;
 
-const CRATES: [&str; 8] = [
-    "code-runtime",
-    "code-runtime-worker-thread",
-    "code-runtime-python",
-    "code-runtime-sandbox",
-    "code-runtime-fixtures",
-    "code-runtime-cli",
-    "xtask",
-    "conformance",
-];
-
 /// The longest function a crate's sources may have, in lines, signature and closing brace
 /// included.
 const MAX_FUNCTION_LINES: usize = 80;
 
+/// The `members` of the workspace's `Cargo.toml`, as written (paths relative to the root).
+fn workspace_members(root: &Path) -> Result<Vec<String>, String> {
+    let manifest =
+        fs::read_to_string(root.join("Cargo.toml")).map_err(|e| format!("Cargo.toml: {e}"))?;
+    let start = manifest.find("members = [").ok_or("Cargo.toml: no workspace members")?;
+    let list = &manifest[start + "members = [".len()..];
+    let list = &list[..list.find(']').ok_or("Cargo.toml: unterminated members")?];
+    Ok(list
+        .split(',')
+        .map(|member| member.trim().trim_matches('"').to_owned())
+        .filter(|member| !member.is_empty())
+        .collect())
+}
+
 pub(crate) fn run() -> Result<(), String> {
     let root = project_root();
     let mut problems = Vec::new();
-    for krate in CRATES {
+    // Every member of the workspace: a new crate is checked the day it is added.
+    let members = workspace_members(&root)?;
+    if members.len() < 2 {
+        return Err(format!(
+            "the workspace lists {} member(s); tidy reads it wrong",
+            members.len()
+        ));
+    }
+    for krate in &members {
+        let krate = krate.as_str();
         let dir = root.join(krate);
         let manifest = fs::read_to_string(dir.join("Cargo.toml"))
             .map_err(|e| format!("{krate}/Cargo.toml: {e}"))?;
