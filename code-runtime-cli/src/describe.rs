@@ -15,15 +15,15 @@ pub(crate) struct Args {
     bindings: Option<PathBuf>,
     /// TypeScript declarations or Python stubs.
     #[arg(long, value_name = "LANGUAGE", default_value = "typescript",
-          value_parser = ["typescript", "python"])]
-    language: String,
+          value_parser = crate::language_parser())]
+    language: code_runtime::Language,
 }
 
 pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let Args { bindings, language } = args;
     let path = bindings.ok_or("describe needs --bindings FILE")?;
     let request = load_bindings(&path, &Recorder::off())?.request(String::new());
-    let text = code_runtime::describe_request(&request, &language)?;
+    let text = code_runtime::describe_request(&request, language)?;
     crate::print_stdout(&text);
     Ok(ExitCode::SUCCESS)
 }

@@ -222,6 +222,16 @@ fn alternatives(values: &[String]) -> String {
     }
 }
 
+/// A `--language` option's value: a [`Language`](code_runtime::Language) by its name.
+pub(crate) fn language_parser()
+-> impl clap::builder::TypedValueParser<Value = code_runtime::Language> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(
+        code_runtime::Language::ALL.map(code_runtime::Language::as_str),
+    )
+    .try_map(|name| name.parse::<code_runtime::Language>())
+}
+
 /// A non-negative integer option's value.
 pub(crate) fn count(text: &str) -> Result<u64, String> {
     text.parse().map_err(|_| format!("must be a non-negative integer, got {text}"))

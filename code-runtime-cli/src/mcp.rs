@@ -123,8 +123,8 @@ fn runtimes(config: &McpConfig) -> Result<Runtimes, Failure> {
         .languages
         .iter()
         .map(|language| {
-            let runtime = crate::run::provider(language, config.limits, Isolation::Process, true)?;
-            Ok((language.clone(), runtime))
+            let runtime = crate::run::provider(*language, config.limits, Isolation::Process, true)?;
+            Ok((*language, runtime))
         })
         .collect()
 }

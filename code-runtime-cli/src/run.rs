@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use code_runtime::{CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Limits};
+use code_runtime::{
+    CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Language, Limits,
+};
 use code_runtime_fixtures::{
     BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, load_bindings, read_program,
 };
@@ -26,8 +28,8 @@ pub(crate) struct Args {
     #[arg(value_name = "PROGRAM")]
     program: Option<String>,
     /// The program's language [default: from the extension: .ts .js .mts typescript, .py python]
-    #[arg(long, value_name = "LANGUAGE", value_parser = ["typescript", "python"])]
-    language: Option<String>,
+    #[arg(long, value_name = "LANGUAGE", value_parser = crate::language_parser())]
+    language: Option<Language>,
     /// JSON {"namespaces": [{"global": "tools", "errorClass": {"name": "ToolCallError",
     /// "memberNameProperty": "toolName"}, "functions": {"search": {"echo": true}}}]}. Behaviours:
     /// {"echo": true} {"reply": JSON} {"reject": "message"} {"command": ["prog", "arg"]} (the
@@ -96,8 +98,8 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
         Some(path) => load_bindings(path, &recorder)?,
         None => BindingsFile::default(),
     };
-    let isolation = isolation(&args, &language)?;
-    let runtime = provider(&language, limits, isolation, false)?;
+    let isolation = isolation(&args, language)?;
+    let runtime = provider(language, limits, isolation, false)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -161,16 +163,11 @@ pub(crate) async fn abort_on_signals(signal: CancellationToken) {
 }
 
 /// `--language`, else the program file's extension.
-fn language(args: &Args, program_path: &str) -> Result<String, Failure> {
+fn language(args: &Args, program_path: &str) -> Result<Language, Failure> {
     match (&args.language, program_path.rsplit_once('.').map(|(_, ext)| ext)) {
-        (Some(language), _) if language == "typescript" || language == "python" => {
-            Ok(language.clone())
-        }
-        (Some(other), _) => {
-            Err(Failure::Misuse(format!("--language must be typescript or python, got {other}")))
-        }
-        (None, Some("ts" | "js" | "mts")) => Ok("typescript".to_owned()),
-        (None, Some("py")) => Ok("python".to_owned()),
+        (Some(language), _) => Ok(*language),
+        (None, Some("ts" | "js" | "mts")) => Ok(Language::TypeScript),
+        (None, Some("py")) => Ok(Language::Python),
         (None, _) => Err(Failure::Misuse(format!(
             "cannot tell the language of {program_path}: use --language"
         ))),
@@ -179,10 +176,10 @@ fn language(args: &Args, program_path: &str) -> Result<String, Failure> {
 
 /// `--isolation`: TypeScript's isolates run in sandbox cells unless `thread` is asked for;
 /// Python always runs in a cell.
-fn isolation(args: &Args, language: &str) -> Result<Isolation, Failure> {
+fn isolation(args: &Args, language: Language) -> Result<Isolation, Failure> {
     match (args.isolation.as_deref(), language) {
         (None | Some("process"), _) => Ok(Isolation::Process),
-        (Some("thread"), "typescript") => Ok(Isolation::Thread),
+        (Some("thread"), Language::TypeScript) => Ok(Isolation::Thread),
         (Some("thread"), _) => Err(Failure::Misuse(
             "--isolation thread is for TypeScript only: Python always runs in a sandbox cell"
                 .to_owned(),
@@ -198,13 +195,13 @@ fn isolation(args: &Args, language: &str) -> Result<Isolation, Failure> {
 /// are misuse; a Python that cannot run programs, or a sandbox this machine cannot give, is the
 /// host's failure.
 pub(crate) fn provider(
-    language: &str,
+    language: Language,
     limits: Limits,
     isolation: Isolation,
     warm: bool,
 ) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
-        "python" => {
+        Language::Python => {
             let config = PythonConfig { limits, warm_cell: warm, ..PythonConfig::default() };
             match PythonCodeRuntime::new(config) {
                 Ok(runtime) => Arc::new(runtime),

@@ -10,7 +10,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::PROTOCOL_FD;
+/// The frame protocol's channel: the child's fd 3.
+const PROTOCOL_FD: i32 = 3;
 
 /// The child bootstrap, compiled by the probe and loaded by [`loader`].
 pub(crate) const BOOTSTRAP: &str = include_str!("../python/bootstrap.py");

@@ -16,7 +16,7 @@ use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
 #[derive(Debug, PartialEq)]
-pub enum ChildFrame {
+pub(crate) enum ChildFrame {
     /// Boot frame received; the child is ready for `run`.
     BootAck,
     /// One line the program printed.
@@ -41,7 +41,7 @@ pub enum ChildFrame {
 
 /// How the child says the program settled.
 #[derive(Debug, PartialEq)]
-pub enum Done {
+pub(crate) enum Done {
     /// Completed, with its value (`None`: the program returned nothing).
     Completed(Option<JsonValue>),
     /// Failed in a way only the child can see: `exception`, `invalid-output` or `output-limit`.
@@ -54,14 +54,19 @@ pub enum Done {
 }
 
 impl ChildFrame {
-    /// Validates one line from fd 3. `None` means "drop it": never an error, never a panic.
-    pub fn parse(line: &[u8]) -> Option<ChildFrame> {
+    /// [`parse_within`](ChildFrame::parse_within) without a bound.
+    #[cfg(test)]
+    pub(crate) fn parse(line: &[u8]) -> Option<ChildFrame> {
         Self::parse_within(line, usize::MAX).ok().flatten()
     }
 
-    /// [`parse`](ChildFrame::parse), with the frame's values held to `max_held` bytes of host
-    /// memory ([`json::parse_within`]): `Err` when the line would make more.
-    pub fn parse_within(line: &[u8], max_held: usize) -> Result<Option<ChildFrame>, TooLarge> {
+    /// Validates one line from fd 3 (`Ok(None)`: drop it, never a panic), with the frame's
+    /// values held to `max_held` bytes of host memory ([`json::parse_within`]): `Err` when the
+    /// line would make more.
+    pub(crate) fn parse_within(
+        line: &[u8],
+        max_held: usize,
+    ) -> Result<Option<ChildFrame>, TooLarge> {
         let Ok(text) = std::str::from_utf8(line) else { return Ok(None) };
         let mut fields = match json::parse_within(text, max_held) {
             Ok(JsonValue::Object(fields)) => fields,
@@ -128,7 +133,7 @@ impl ChildFrame {
 /// A line whose values would hold more host memory than the run may: the run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("a frame whose values would hold more than {limit} bytes")]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     /// The bound.
     pub limit: usize,
 }
@@ -136,7 +141,7 @@ pub struct TooLarge {
 /// The first frame: the namespaces to materialise, the limits the child enforces on itself before
 /// anything reaches fd 3, the name of the program's wrapper, and the messages the child shows the
 /// program (`code_runtime::provider::catalogue`), so each is written once.
-pub fn boot(
+pub(crate) fn boot(
     namespaces: &[CodeBindingNamespace],
     globals: &ProgramGlobals,
     max_output_bytes: u64,
@@ -224,7 +229,7 @@ fn boot_globals(globals: &ProgramGlobals, out: &mut String) {
         out.push_str(&json::quote(name));
         match global {
             ProgramGlobal::Function(function) => {
-                out.push_str(&format!(",\"function\":{}", function.0));
+                out.push_str(&format!(",\"function\":{}", function.index()));
             }
             ProgramGlobal::CallTool => out.push_str(",\"callTool\":true"),
             ProgramGlobal::Value(value) => {
@@ -243,7 +248,7 @@ fn boot_globals(globals: &ProgramGlobals, out: &mut String) {
             }
             out.push('[');
             out.push_str(&json::quote(name));
-            out.push_str(&format!(",{}]", function.0));
+            out.push_str(&format!(",{}]", function.index()));
         }
         out.push_str("],\"listing\":");
         out.push_str(&json::quote(&tools.listing));
@@ -252,12 +257,12 @@ fn boot_globals(globals: &ProgramGlobals, out: &mut String) {
 }
 
 /// The second frame: the program, and nothing else.
-pub fn run(program: &str) -> String {
+pub(crate) fn run(program: &str) -> String {
     format!("{{\"type\":\"run\",\"program\":{}}}", json::quote(program))
 }
 
 /// A resolution. Integers keep their exact digits, so Python sees `2**60` as the int it is.
-pub fn reply_ok(id: CallId, value: &JsonValue) -> String {
+pub(crate) fn reply_ok(id: CallId, value: &JsonValue) -> String {
     let mut out = format!("{{\"type\":\"reply\",\"id\":{id},\"ok\":true,\"value\":");
     json::encode_with(value, NumberSpelling::ExactIntegers, &mut out);
     out.push('}');
@@ -265,7 +270,7 @@ pub fn reply_ok(id: CallId, value: &JsonValue) -> String {
 }
 
 /// A rejection: the message the program sees, and the host's data (`e.data`) when there is any.
-pub fn reply_error(id: CallId, rejection: &BindingError) -> String {
+pub(crate) fn reply_error(id: CallId, rejection: &BindingError) -> String {
     let mut out = format!(
         "{{\"type\":\"reply\",\"id\":{id},\"ok\":false,\"message\":{}",
         json::quote(rejection.message())
@@ -283,6 +288,37 @@ mod tests {
     use code_runtime::json;
 
     use super::*;
+
+    /// The transcript block of docs/python-frame-protocol.md: `host> ` and `child> ` lines.
+    fn transcript() -> Vec<String> {
+        let doc = include_str!("../../docs/python-frame-protocol.md");
+        let start = doc.find("```transcript\n").expect("a transcript block") + 14;
+        let end = start + doc[start..].find("```").unwrap();
+        doc[start..end].lines().filter(|line| !line.is_empty()).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn c173_the_documented_host_lines_are_what_the_builders_write_and_child_lines_parse() {
+        // The run of tests/wire/main.rs: one namespace `tools` with `echo`, under a 64 KiB
+        // output budget.
+        let program = "print(\"hello\")\nr = await tools.echo({\"n\": 2**60})\ntry:\n    await tools.echo(None)\nexcept ToolCallError as e:\n    print(e.toolName, e)\nreturn r";
+        let echo = code_runtime::binding(|args| async move { Ok(args.into()) });
+        let tools = code_runtime::CodeBindingNamespace::new("tools")
+            .error_class("ToolCallError", "toolName")
+            .function("echo", echo);
+        let documented = transcript();
+        assert_eq!(documented[0], "host> (prelude)");
+        let globals = code_runtime::provider::ProgramGlobals::default();
+        assert_eq!(documented[1], format!("host> {}", boot(&[tools], &globals, 65_536, 1_179_648)));
+        assert_eq!(documented[3], format!("host> {}", run(program)));
+        let ok = format!("host> {}", reply_ok(1, &json!({"n": 1u64 << 60})));
+        assert!(documented.contains(&ok), "{ok}");
+        let denied = format!("host> {}", reply_error(2, &BindingError::new("denied")));
+        assert!(documented.contains(&denied), "{denied}");
+        for line in documented.iter().filter_map(|line| line.strip_prefix("child> ")) {
+            assert!(parse(line).is_some(), "the host refuses a documented frame: {line}");
+        }
+    }
 
     fn parse(text: &str) -> Option<ChildFrame> {
         ChildFrame::parse(text.as_bytes())

@@ -63,7 +63,7 @@
 mod cell;
 mod command;
 mod config;
-pub mod frame;
+mod frame;
 mod pipe;
 mod probe;
 mod substrate;
@@ -72,17 +72,11 @@ mod warm;
 use std::path::PathBuf;
 
 use code_runtime::provider::{Ending, Host, Hosted, Provider, Start};
-use code_runtime::{CodeRuntime, ConfigError};
+use code_runtime::{CodeRuntime, ConfigError, Language};
 
 pub use code_runtime_sandbox::{Containment, Options as SandboxOptions, SandboxError};
 
 pub use crate::config::{DEFAULT_MAX_PROCESSES, ProbeCache, PythonConfig};
-
-/// The frame protocol's channel: the child's fd 3.
-pub const PROTOCOL_FD: i32 = 3;
-
-/// The child bootstrap, embedded in the binary and compiled by the interpreter once.
-pub const BOOTSTRAP: &str = command::BOOTSTRAP;
 
 /// Why a [`PythonCodeRuntime`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -193,8 +187,8 @@ impl Hosted for PythonCodeRuntime {
 impl Provider for PythonProvider {
     type Substrate = substrate::ChildSubstrate;
 
-    fn language(&self) -> &'static str {
-        "python"
+    fn language(&self) -> Language {
+        Language::Python
     }
 
     fn isolation(&self) -> &'static str {

@@ -73,7 +73,7 @@ pub(crate) fn install<'s>(
     parameters.extend(classes);
     for global in &program.globals {
         parameters.push(match global {
-            ProgramGlobal::Function(function) => *functions.get(function.0 as usize)?,
+            ProgramGlobal::Function(function) => *functions.get(function.index() as usize)?,
             ProgramGlobal::CallTool => v8::Function::new(scope, call_tool)?.into(),
             ProgramGlobal::Value(value) => frozen(scope, value)?,
         });
@@ -333,7 +333,7 @@ fn call_binding(
     rv: v8::ReturnValue<'_, v8::Value>,
 ) {
     let Some(run) = state::of(scope) else { return };
-    let Some(function) = args.data().uint32_value(scope).map(FunctionId) else { return };
+    let Some(function) = args.data().uint32_value(scope).map(FunctionId::new) else { return };
     call_member(scope, &run, function, &args, 0, rv);
 }
 
@@ -371,7 +371,7 @@ fn call_member(
     first: i32,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
-    let Some(member) = run.members.get(function.0 as usize) else { return };
+    let Some(member) = run.members.get(function.index() as usize) else { return };
     let count = usize::try_from(args.length() - first).unwrap_or(0);
     match &member.parameters {
         None if count > 1 => {
@@ -446,7 +446,7 @@ pub(crate) fn binding_error<'s>(
 ) -> v8::Local<'s, v8::Value> {
     let text =
         v8::String::new(scope, rejection.message()).unwrap_or_else(|| v8::String::empty(scope));
-    let Some(member) = run.members.get(function.0 as usize) else {
+    let Some(member) = run.members.get(function.index() as usize) else {
         return v8::Exception::error(scope, text);
     };
     let class = &run.error_classes[member.namespace];

@@ -362,7 +362,7 @@ fn settle(
                 Some(converted) => resolver.resolve(scope, converted),
                 None => {
                     let label =
-                        run.members.get(function.0 as usize).map_or("", |m| m.label.as_str());
+                        run.members.get(function.index() as usize).map_or("", |m| m.label.as_str());
                     let why =
                         catalogue::lossy_resolution(label, "it could not be built in the isolate");
                     let error =

@@ -90,7 +90,7 @@ mod wire;
 use std::path::PathBuf;
 
 use code_runtime::provider::{Either, Ending, Host, Hosted, Provider, RunGate, Spare, Start};
-use code_runtime::{CodeRuntime, ConfigError};
+use code_runtime::{CodeRuntime, ConfigError, Language};
 use code_runtime_cell::CellSubstrate;
 use code_runtime_sandbox::{Containment, SandboxError};
 
@@ -212,8 +212,8 @@ impl Provider for WorkerThread {
     /// beside a process.
     type Substrate = Either<substrate::IsolateSubstrate, Box<CellSubstrate<process::V8Protocol>>>;
 
-    fn language(&self) -> &'static str {
-        "typescript"
+    fn language(&self) -> Language {
+        Language::TypeScript
     }
 
     fn isolation(&self) -> &'static str {

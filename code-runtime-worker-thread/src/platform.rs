@@ -14,7 +14,8 @@ const ISOLATE_STACK_BYTES: usize = 8 << 20;
 type Job = Box<dyn FnOnce() + Send>;
 type Request = (String, Job, SyncSender<std::io::Result<JoinHandle<()>>>);
 
-static LAUNCHER: OnceLock<std::sync::Mutex<SyncSender<Request>>> = OnceLock::new();
+/// The launcher's queue, or why it could not be started (the process is out of threads).
+static LAUNCHER: OnceLock<Result<std::sync::Mutex<SyncSender<Request>>, String>> = OnceLock::new();
 
 /// The process's V8 platform, for pumping an isolate's foreground tasks (asynchronous WebAssembly
 /// compilation, for one, finishes through them).
@@ -33,7 +34,10 @@ pub(crate) fn spawn_isolate_thread(
     name: String,
     job: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<JoinHandle<()>> {
-    let launcher = LAUNCHER.get_or_init(start_launcher);
+    let launcher = LAUNCHER
+        .get_or_init(start_launcher)
+        .as_ref()
+        .map_err(|why| std::io::Error::other(why.clone()))?;
     let (reply, answer) = sync_channel(1);
     let requests = launcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     requests
@@ -43,18 +47,19 @@ pub(crate) fn spawn_isolate_thread(
 }
 
 /// Starts initialising V8 now, in the background (a cell does, before it knows its program).
+/// A launcher that cannot start is reported by the first isolate thread asked for.
 pub(crate) fn initialize() {
     LAUNCHER.get_or_init(start_launcher);
 }
 
-fn start_launcher() -> std::sync::Mutex<SyncSender<Request>> {
+fn start_launcher() -> Result<std::sync::Mutex<SyncSender<Request>>, String> {
     let (requests, incoming) = sync_channel::<Request>(16);
     // The launcher lives as long as the process, like V8's own platform threads.
     std::thread::Builder::new()
         .name("code-runtime-v8-launcher".to_owned())
         .spawn(move || launcher(incoming))
-        .expect("cannot start the V8 launcher thread");
-    std::sync::Mutex::new(requests)
+        .map_err(|error| format!("cannot start the V8 launcher thread: {error}"))?;
+    Ok(std::sync::Mutex::new(requests))
 }
 
 fn launcher(incoming: Receiver<Request>) {

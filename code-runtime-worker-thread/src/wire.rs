@@ -73,7 +73,7 @@ pub(crate) fn event(event: Event) -> Vec<u8> {
             "call",
             object_of([
                 ("id", JsonValue::from(id)),
-                ("function", JsonValue::from(function.0)),
+                ("function", JsonValue::from(function.index())),
                 ("args", args.into_value()),
             ]),
         ),
@@ -119,7 +119,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
         .collect();
     let tools = program.tools.as_ref().map(|tools| {
         let names: Vec<JsonValue> =
-            tools.names.iter().map(|(name, function)| json!([name, function.0])).collect();
+            tools.names.iter().map(|(name, function)| json!([name, function.index()])).collect();
         json!({ "names": names, "listing": tools.listing })
     });
     let head = json!({
@@ -140,7 +140,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
         }
         match global {
             ProgramGlobal::Function(function) => {
-                text.push_str(&format!("{{\"function\":{}}}", function.0));
+                text.push_str(&format!("{{\"function\":{}}}", function.index()));
             }
             ProgramGlobal::CallTool => text.push_str("\"call_tool\""),
             ProgramGlobal::Value(value) => {
@@ -244,7 +244,7 @@ fn read_from_cell(
             match (id, function.and_then(|f| u32::try_from(f).ok()), args) {
                 (Some(id), Some(function), Some(args)) => Ok(FromCell::Event(Event::Call {
                     id,
-                    function: FunctionId(function),
+                    function: FunctionId::new(function),
                     args: BindingArgs::new(args),
                 })),
                 _ => Err("a call frame without its id, function or arguments".to_owned()),
@@ -378,7 +378,7 @@ fn global(entry: &JsonValue) -> Option<ProgramGlobal> {
         JsonValue::String(name) if name == "call_tool" => Some(ProgramGlobal::CallTool),
         JsonValue::Object(object) => {
             if let Some(function) = object.get("function") {
-                return Some(ProgramGlobal::Function(FunctionId(
+                return Some(ProgramGlobal::Function(FunctionId::new(
                     u32::try_from(function.as_u64()?).ok()?,
                 )));
             }
@@ -395,7 +395,7 @@ fn tool_index(tools: &JsonValue) -> Option<ToolIndex> {
         .iter()
         .map(|pair| {
             let name = pair.get(0)?.as_str()?.to_owned();
-            Some((name, FunctionId(u32::try_from(pair.get(1)?.as_u64()?).ok()?)))
+            Some((name, FunctionId::new(u32::try_from(pair.get(1)?.as_u64()?).ok()?)))
         })
         .collect::<Option<Vec<_>>>()?;
     Some(ToolIndex { names, listing: tools.get("listing")?.as_str()?.to_owned() })
@@ -485,14 +485,14 @@ mod tests {
     fn deep_values_cross_both_ways_without_recursion() {
         let frame = event(Event::Call {
             id: 7,
-            function: FunctionId(2),
+            function: FunctionId::new(2),
             args: BindingArgs::new(deep(200_000)),
         });
         let Ok(FromCell::Event(Event::Call { id, function, args })) = from_cell(payload(&frame), 1)
         else {
             panic!("the call did not cross");
         };
-        assert_eq!((id, function.0), (7, 2));
+        assert_eq!((id, function.index()), (7, 2));
         assert_eq!(json::encoded_len(&args, usize::MAX), Some(400_004));
         drop(args.into_value());
 
@@ -529,12 +529,15 @@ mod tests {
                 error_class: Some(("ToolError".to_owned(), "tool".to_owned())),
             }],
             globals: vec![
-                ProgramGlobal::Function(FunctionId(1)),
+                ProgramGlobal::Function(FunctionId::new(1)),
                 ProgramGlobal::CallTool,
                 ProgramGlobal::Value(json!({"id": "acct-1", "n": [1u64 << 60]})),
             ],
             tools: Some(ToolIndex {
-                names: vec![("tools.a".to_owned(), FunctionId(0)), ("b".to_owned(), FunctionId(1))],
+                names: vec![
+                    ("tools.a".to_owned(), FunctionId::new(0)),
+                    ("b".to_owned(), FunctionId::new(1)),
+                ],
                 listing: "tools.a, tools.b".to_owned(),
             }),
             max_output_bytes: 1000,

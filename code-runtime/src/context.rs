@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::ContextError;
+use crate::language::{AsLanguage, UnknownLanguage};
 use crate::runtime::CodeRuntime;
 
 /// The capability registry a host builds at startup: at most one [`CodeRuntime`] per language,
@@ -64,18 +65,25 @@ impl Context {
         Ok(())
     }
 
-    /// The provider registered for `language` (`"typescript"`, `"python"`).
+    /// The provider registered for `language`: a [`Language`](crate::Language), or its name
+    /// (`"typescript"`, `"python"`).
     ///
     /// # Errors
     ///
-    /// [`ContextError::NotRegistered`] when none is, [`ContextError::Disposed`] once disposal has
-    /// begun.
-    pub fn code_runtime(&self, language: &str) -> Result<Arc<dyn CodeRuntime>, ContextError> {
+    /// [`ContextError::NotRegistered`] when none is (a name no language has included),
+    /// [`ContextError::Disposed`] once disposal has begun.
+    pub fn code_runtime(
+        &self,
+        language: impl AsLanguage,
+    ) -> Result<Arc<dyn CodeRuntime>, ContextError> {
+        let name = match language.as_language() {
+            Ok(language) => language.as_str().to_owned(),
+            Err(UnknownLanguage(name)) => name,
+        };
         match &*self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
-            Slot::Open(runtimes) => runtimes
-                .get(language)
-                .cloned()
-                .ok_or_else(|| ContextError::NotRegistered { language: language.to_owned() }),
+            Slot::Open(runtimes) => {
+                runtimes.get(&name).cloned().ok_or(ContextError::NotRegistered { language: name })
+            }
             Slot::Disposed => Err(ContextError::Disposed),
         }
     }

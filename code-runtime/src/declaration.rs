@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use crate::binding::{BindingFunction, CodeBindingNamespace};
 use crate::error::ContractError;
 use crate::json::{self, JsonValue};
+use crate::language::{AsLanguage, Language};
 use crate::request::CodeRunRequest;
 use crate::validation::{
     is_dunder_member, is_usable_identifier, validate_bindings, validate_request,
@@ -52,15 +53,26 @@ use crate::validation::{
 ///
 /// # Errors
 ///
-/// [`ContractError::UnknownLanguage`] for a language other than the two, and whatever
+/// [`ContractError::UnknownLanguage`] for a name no [`Language`] has, and whatever
 /// [`CodeRuntime::run`](crate::CodeRuntime::run) would refuse in the bindings.
 pub fn describe(
     bindings: &[CodeBindingNamespace],
-    language: &str,
+    language: impl AsLanguage,
 ) -> Result<String, ContractError> {
     validate_bindings(bindings)?;
+    let language = known(language)?;
+    Ok(render_checked(bindings, language))
+}
+
+/// [`describe`] of namespaces [`validate_bindings`] accepted.
+pub(crate) fn render_checked(bindings: &[CodeBindingNamespace], language: Language) -> String {
     let none = IndexMap::new();
     render(bindings, &Extras { values: &none, call_tool: false }, language)
+}
+
+/// `language`, or the misuse of naming none.
+fn known(language: impl AsLanguage) -> Result<Language, ContractError> {
+    language.as_language().map_err(|unknown| ContractError::UnknownLanguage { language: unknown.0 })
 }
 
 /// [`describe`] for everything a request's program sees: its namespaces, and also the functions
@@ -74,10 +86,14 @@ pub fn describe(
 ///
 /// As [`describe`], and whatever [`CodeRuntime::run`](crate::CodeRuntime::run) would refuse in
 /// the request's bindings and values.
-pub fn describe_request(request: &CodeRunRequest, language: &str) -> Result<String, ContractError> {
+pub fn describe_request(
+    request: &CodeRunRequest,
+    language: impl AsLanguage,
+) -> Result<String, ContractError> {
     validate_request(request)?;
+    let language = known(language)?;
     let extras = Extras { values: &request.values, call_tool: request.call_tool };
-    render(&request.bindings, &extras, language)
+    Ok(render(&request.bindings, &extras, language))
 }
 
 /// What [`describe_request`] adds to the namespaces.
@@ -86,15 +102,10 @@ struct Extras<'r> {
     call_tool: bool,
 }
 
-fn render(
-    bindings: &[CodeBindingNamespace],
-    extras: &Extras<'_>,
-    language: &str,
-) -> Result<String, ContractError> {
+fn render(bindings: &[CodeBindingNamespace], extras: &Extras<'_>, language: Language) -> String {
     match language {
-        "typescript" => Ok(typescript::render(bindings, extras)),
-        "python" => Ok(python::render(bindings, extras)),
-        other => Err(ContractError::UnknownLanguage { language: other.to_owned() }),
+        Language::TypeScript => typescript::render(bindings, extras),
+        Language::Python => python::render(bindings, extras),
     }
 }
 

@@ -69,12 +69,14 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod binding;
+mod bindings;
 mod context;
 mod declaration;
 mod error;
 mod event;
 mod input_schema;
 pub mod json;
+mod language;
 mod limits;
 mod memory;
 mod program_text;
@@ -88,11 +90,13 @@ pub use crate::binding::{
     BindingArgs, BindingError, BindingFunction, CodeBindingErrorClass, CodeBindingNamespace,
     binding, binding_with,
 };
+pub use crate::bindings::Bindings;
 pub use crate::context::Context;
 pub use crate::declaration::{describe, describe_request};
 pub use crate::error::{ConfigError, ContextError, ContractError};
 pub use crate::event::{EventSink, RunEvent};
 pub use crate::json::JsonValue;
+pub use crate::language::{AsLanguage, Language, UnknownLanguage};
 pub use crate::limits::Limits;
 pub use crate::request::{CodeRunRequest, RunLimits};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind};

@@ -74,7 +74,8 @@ impl CodeRunRequest {
         Self { program: program.into(), ..Self::default() }
     }
 
-    /// Adds a namespace.
+    /// Adds a namespace (checked when the run starts; [`Bindings`](crate::Bindings) checks them
+    /// once, ahead).
     pub fn binding(mut self, namespace: CodeBindingNamespace) -> Self {
         self.bindings.push(namespace);
         self

@@ -23,9 +23,10 @@ use crate::result::CodeRunResult;
 /// no tokio runtime, they are polled inside the provider's, so tokio timers and IO work in them.
 #[async_trait]
 pub trait CodeRuntime: Send + Sync {
-    /// The source language `run` expects, lowercase: `"typescript"` or `"python"`. A consumer that
-    /// renders language-specific instructions switches on it and fails loudly on one it does not
-    /// know.
+    /// The source language `run` expects, lowercase: `"typescript"` or `"python"`
+    /// ([`Language::as_str`](crate::Language::as_str); it compares equal to the
+    /// [`Language`](crate::Language)). A consumer that renders language-specific instructions
+    /// switches on it (or on its parse) and fails loudly on one it does not know.
     fn language(&self) -> &str;
 
     /// The execution substrate, lowercase: `"worker-thread"` or `"process"`. A diagnostic label, not

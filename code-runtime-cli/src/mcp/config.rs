@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use code_runtime::Limits;
 use code_runtime::json::{self, JsonValue};
+use code_runtime::{Language, Limits};
 use code_runtime_fixtures::{LimitsFile, read_document};
 use indexmap::IndexMap;
 
@@ -17,7 +17,7 @@ pub(crate) struct McpConfig {
     /// A bindings file whose namespaces, values and `call_tool` are offered beside the servers'.
     pub(crate) bindings: Option<PathBuf>,
     /// `typescript`, `python`, or both (the default), in the order the config gives.
-    pub(crate) languages: Vec<String>,
+    pub(crate) languages: Vec<Language>,
     pub(crate) limits: Limits,
 }
 
@@ -91,14 +91,14 @@ impl McpConfig {
             Some(_) => return Err(invalid("bindings must be the path of a bindings file".into())),
         };
         let languages = match object.get("languages") {
-            None => vec!["typescript".to_owned(), "python".to_owned()],
+            None => vec![Language::TypeScript, Language::Python],
             Some(JsonValue::Array(items)) if !items.is_empty() => {
-                let mut languages: Vec<String> = Vec::new();
+                let mut languages: Vec<Language> = Vec::new();
                 for item in items {
-                    match item.as_str() {
-                        Some(language @ ("typescript" | "python")) => {
-                            if !languages.iter().any(|seen| seen == language) {
-                                languages.push(language.to_owned());
+                    match item.as_str().map(str::parse::<Language>) {
+                        Some(Ok(language)) => {
+                            if !languages.contains(&language) {
+                                languages.push(language);
                             }
                         }
                         _ => {

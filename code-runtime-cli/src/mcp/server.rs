@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use code_runtime::json;
 use code_runtime::json::JsonValue;
 use code_runtime::{
-    CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink, RunEvent, describe_request,
+    CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink, Language, RunEvent,
+    describe_request,
 };
 use indexmap::IndexMap;
 use rmcp::model::{
@@ -36,7 +37,7 @@ const SEARCH_RESULTS: usize = 20;
 const LOG_NOTIFICATIONS: usize = 1000;
 
 /// The providers a server runs programs on, by language, in the config's order.
-pub(crate) type Runtimes = Vec<(String, Arc<dyn CodeRuntime>)>;
+pub(crate) type Runtimes = Vec<(Language, Arc<dyn CodeRuntime>)>;
 
 /// What every run's program sees.
 pub(crate) struct Catalogue {
@@ -85,7 +86,7 @@ impl CodeModeServer {
         for (language, _) in &runtimes {
             let text = describe_request(&catalogue.request(String::new()), language)
                 .map_err(|error| error.to_string())?;
-            declarations.push((language.clone(), text));
+            declarations.push((language.as_str().to_owned(), text));
         }
         let languages: Vec<&str> = runtimes.iter().map(|(language, _)| language.as_str()).collect();
         let tools = vec![
@@ -183,12 +184,12 @@ impl CodeModeServer {
         let chosen = match language {
             None | Some(serde_json::Value::Null) => runtimes.first(),
             Some(serde_json::Value::String(language)) => {
-                runtimes.iter().find(|(name, _)| name == language)
+                runtimes.iter().find(|(offered, _)| offered == language.as_str())
             }
             Some(_) => None,
         };
         chosen.map(|(_, runtime)| runtime.clone()).ok_or_else(|| {
-            let offered: Vec<&str> = runtimes.iter().map(|(name, _)| name.as_str()).collect();
+            let offered: Vec<&str> = runtimes.iter().map(|(offered, _)| offered.as_str()).collect();
             ErrorData::invalid_params(
                 format!("run_code's language must be one of: {}", offered.join(", ")),
                 None,
@@ -244,7 +245,7 @@ impl CodeModeServer {
             })?;
         let language = match arguments.get("language").and_then(serde_json::Value::as_str) {
             Some(language) => language.to_owned(),
-            None => self.inner.runtimes[0].0.clone(),
+            None => self.inner.runtimes[0].0.as_str().to_owned(),
         };
         let catalogue = &self.inner.catalogue;
         let mut unknown = Vec::new();

@@ -26,7 +26,32 @@ pub type CallId = u64;
 /// declaration order. Substrates install members in this order, so position `n` is the `n`th
 /// member they created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FunctionId(pub u32);
+pub struct FunctionId(u32);
+
+impl FunctionId {
+    /// The id at position `index`: what a substrate reads back from its own wire. The host looks
+    /// every id up in the run's [`BindingTable`], so one the request lacks is refused there.
+    pub const fn new(index: u32) -> Self {
+        Self(index)
+    }
+
+    /// Its position.
+    pub const fn index(self) -> u32 {
+        self.0
+    }
+
+    /// Every function of `namespaces` with its id, in id order: the one numbering the table,
+    /// the globals' plan and every substrate use.
+    pub fn enumerate(
+        namespaces: &[CodeBindingNamespace],
+    ) -> impl Iterator<Item = (FunctionId, &CodeBindingNamespace, &str)> + '_ {
+        namespaces
+            .iter()
+            .flat_map(|namespace| namespace.functions.keys().map(move |name| (namespace, name)))
+            .zip(0u32..)
+            .map(|((namespace, name), id)| (FunctionId(id), namespace, name.as_str()))
+    }
+}
 
 /// The request's functions, flattened in [`FunctionId`] order, each with its `global.name` label.
 #[derive(Debug)]
@@ -48,12 +73,12 @@ impl BindingTable {
     /// The table of `namespaces`. A function whose input schema does not compile is not checked;
     /// [`validate_bindings`](crate::provider::validate_bindings) refuses such a request first.
     pub fn new(namespaces: &[CodeBindingNamespace]) -> Self {
-        let functions = namespaces
-            .iter()
-            .flat_map(|namespace| {
-                namespace.functions.iter().map(|(name, function)| Entry {
+        let functions = FunctionId::enumerate(namespaces)
+            .filter_map(|(_, namespace, name)| {
+                let function = namespace.functions.get(name)?;
+                Some(Entry {
                     global: namespace.global.clone(),
-                    name: name.clone(),
+                    name: name.to_owned(),
                     label: format!("{}.{name}", namespace.global),
                     function: function.clone(),
                     input: function.input_check().ok().flatten(),
@@ -67,7 +92,7 @@ impl BindingTable {
     pub fn find(&self, global: &str, name: &str) -> Option<FunctionId> {
         let index =
             self.functions.iter().position(|entry| entry.global == global && entry.name == name)?;
-        u32::try_from(index).ok().map(FunctionId)
+        u32::try_from(index).ok().map(FunctionId::new)
     }
 
     /// `global.name` of a function, as messages name it.

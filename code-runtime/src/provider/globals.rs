@@ -53,16 +53,10 @@ impl ProgramGlobals {
         values: impl IntoIterator<Item = (String, JsonValue)>,
         call_tool: bool,
     ) -> Self {
-        let mut installed = Vec::new();
-        let mut id = 0u32;
-        for namespace in namespaces {
-            for name in namespace.functions.keys() {
-                if namespace.functions_as_globals {
-                    installed.push((name.clone(), ProgramGlobal::Function(FunctionId(id))));
-                }
-                id += 1;
-            }
-        }
+        let mut installed: Vec<(String, ProgramGlobal)> = FunctionId::enumerate(namespaces)
+            .filter(|(_, namespace, _)| namespace.functions_as_globals)
+            .map(|(id, _, name)| (name.to_owned(), ProgramGlobal::Function(id)))
+            .collect();
         let tools = call_tool.then(|| {
             installed.push((CALL_TOOL.to_owned(), ProgramGlobal::CallTool));
             ToolIndex::new(namespaces)
@@ -79,13 +73,9 @@ impl ToolIndex {
     pub fn new(namespaces: &[CodeBindingNamespace]) -> Self {
         let mut names: Vec<(String, FunctionId)> = Vec::new();
         let mut bare: Vec<(&str, FunctionId)> = Vec::new();
-        let mut id = 0u32;
-        for namespace in namespaces {
-            for name in namespace.functions.keys() {
-                names.push((format!("{}.{name}", namespace.global), FunctionId(id)));
-                bare.push((name, FunctionId(id)));
-                id += 1;
-            }
+        for (id, namespace, name) in FunctionId::enumerate(namespaces) {
+            names.push((format!("{}.{name}", namespace.global), id));
+            bare.push((name, id));
         }
         let mut listing = String::new();
         for (qualified, _) in &names {

@@ -67,7 +67,9 @@ fn missing_host_api(text: &str) -> Option<&'static str> {
 /// `tools.search, tools.fetch, …` (the first [`LISTED`]), or `none` for a run without bindings.
 fn listed(table: &BindingTable) -> String {
     let names: Vec<&str> = (0..table.len())
-        .filter_map(|index| table.label(crate::provider::FunctionId(u32::try_from(index).ok()?)))
+        .filter_map(|index| {
+            table.label(crate::provider::FunctionId::new(u32::try_from(index).ok()?))
+        })
         .collect();
     match names.len() {
         0 => "none".to_owned(),

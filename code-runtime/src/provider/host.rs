@@ -17,6 +17,7 @@ use tracing::instrument::WithSubscriber;
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
 use crate::error::{ConfigError, ContractError};
 use crate::json::JsonValue;
+use crate::language::Language;
 use crate::limits::Limits;
 use crate::provider::dispatch::Calls;
 use crate::provider::hint;
@@ -146,8 +147,8 @@ pub trait Provider: Send + Sync + 'static {
     /// What a run of this provider runs in.
     type Substrate: Substrate;
 
-    /// The language of its programs, what [`CodeRuntime::language`] answers.
-    fn language(&self) -> &'static str;
+    /// The language of its programs; [`CodeRuntime::language`] answers its name.
+    fn language(&self) -> Language;
 
     /// Its isolation label, what [`CodeRuntime::isolation`] answers.
     fn isolation(&self) -> &'static str;
@@ -183,7 +184,7 @@ pub trait Hosted: Send + Sync {
 #[async_trait]
 impl<P: Provider> CodeRuntime for Host<P> {
     fn language(&self) -> &str {
-        self.provider.language()
+        self.provider.language().as_str()
     }
 
     fn isolation(&self) -> &str {
@@ -296,8 +297,12 @@ impl<P: Provider> Host<P> {
         let limits = self.limits.tighten(&request.limits)?;
         let CodeRunRequest { program, bindings, values, call_tool, signal, events, .. } = request;
         let program = unfenced(&program).unwrap_or(program);
-        let mut report =
-            RunReport::new(self.provider.language(), self.provider.isolation(), events, started);
+        let mut report = RunReport::new(
+            self.provider.language().as_str(),
+            self.provider.isolation(),
+            events,
+            started,
+        );
         let span = report.span().clone();
         let result = async {
             let ledger = OutputLedger::new(limits.output_bytes());

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use code_runtime::provider::{Ending, Event, RunGate};
-use code_runtime::{CodeRunRequest, CodeRuntime, Context, ContextError, ContractError, Limits};
+use code_runtime::{
+    CodeRunRequest, CodeRuntime, Context, ContextError, ContractError, Language, Limits,
+};
 
 use crate::fake::FakeProvider;
 
@@ -33,6 +35,14 @@ fn c005_one_provider_per_language() {
     assert_eq!(context.languages(), ["python", "typescript"]);
     let runtime = context.code_runtime("python").unwrap();
     assert_eq!((runtime.language(), runtime.isolation()), ("python", "script"));
+    // By the typed language as by its name; a runtime's name compares equal to its language.
+    let typed = context.code_runtime(Language::Python).unwrap();
+    assert!(Arc::ptr_eq(&typed, &runtime));
+    assert!(typed.language() == Language::Python);
+    assert_eq!(
+        context.code_runtime("cobol").err(),
+        Some(ContextError::NotRegistered { language: "cobol".into() })
+    );
     assert_eq!(
         format!("{context:?}"),
         r#"Context { code_runtimes: ["python (script)", "typescript (script)"], .. }"#

@@ -113,6 +113,11 @@ fn describe_is_deterministic_and_refuses_what_run_refuses() {
         describe(&catalogue(), "ruby").unwrap_err(),
         ContractError::UnknownLanguage { language: "ruby".to_owned() }
     );
+    // A `Language` cannot be wrong, and names the same thing as its name.
+    assert_eq!(
+        describe(&catalogue(), code_runtime::Language::Python).unwrap(),
+        describe(&catalogue(), "python").unwrap()
+    );
     let bad = [CodeBindingNamespace::new("$tools")];
     assert!(matches!(describe(&bad, "typescript"), Err(ContractError::UnusableGlobal { .. })));
     // Schemas that are not schemas degrade, they do not fail.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use code_runtime::provider::{
     CallId, Ending, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
 };
-use code_runtime::{BindingError, CodeRuntime, JsonValue, Limits};
+use code_runtime::{BindingError, CodeRuntime, JsonValue, Language, Limits};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -20,7 +20,7 @@ pub(crate) struct FakeProvider {
 
 /// The provider the host runs: each run's substrate is handed to the test as a [`Script`].
 pub(crate) struct Scripted {
-    language: &'static str,
+    language: Language,
     started: UnboundedSender<Script>,
 }
 
@@ -112,6 +112,7 @@ impl FakeProvider {
         max_concurrent_runs: usize,
     ) -> (Arc<Self>, UnboundedReceiver<Script>) {
         let (started, scripts) = unbounded_channel();
+        let language = language.parse().expect("a language");
         let host = Host::new(Scripted { language, started }, limits, max_concurrent_runs)
             .expect("valid limits");
         (Arc::new(Self { host }), scripts)
@@ -127,7 +128,7 @@ impl Hosted for FakeProvider {
 impl Provider for Scripted {
     type Substrate = Fake;
 
-    fn language(&self) -> &'static str {
+    fn language(&self) -> Language {
         self.language
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use code_runtime::json;
 use code_runtime::provider::{Ending, Event, FunctionId};
 use code_runtime::{
-    BindingArgs, BindingError, CancellationToken, CodeBindingNamespace, CodeRunRequest,
+    BindingArgs, BindingError, Bindings, CancellationToken, CodeBindingNamespace, CodeRunRequest,
     CodeRuntime, ContractError, FailureKind, JsonValue, Limits, RunLimits, binding,
 };
 
@@ -21,11 +21,11 @@ fn tokio() -> tokio::runtime::Runtime {
 }
 
 fn provider(limits: Limits) -> (Arc<FakeProvider>, tokio::sync::mpsc::UnboundedReceiver<Script>) {
-    FakeProvider::new("test", limits, 64)
+    FakeProvider::new("typescript", limits, 64)
 }
 
 fn call(id: u64, function: u32, args: JsonValue) -> Event {
-    Event::Call { id, function: FunctionId(function), args: BindingArgs::new(args) }
+    Event::Call { id, function: FunctionId::new(function), args: BindingArgs::new(args) }
 }
 
 fn echo() -> CodeBindingNamespace {
@@ -123,6 +123,34 @@ fn logs_calls_and_the_ending_flow_through_the_loop() {
         assert_eq!(run.await.unwrap().unwrap(), ok(&["before", "after"], Some(json!("done"))));
         assert!(script.state.torn_down.load(Ordering::SeqCst));
         assert!(!script.state.stopped.load(Ordering::SeqCst), "it ended by itself");
+    });
+}
+
+#[test]
+fn bindings_checked_once_serve_many_runs_and_a_bad_one_fails_at_startup() {
+    // What a host does at startup: its tools, checked once; an input schema that does not
+    // compile fails there, not in the first run.
+    let broken = CodeBindingNamespace::new("tools").function(
+        "bad",
+        binding(|args| async move { Ok(args.into()) })
+            .input(json!({"type": "object", "pattern": "("}))
+            .validate_input(),
+    );
+    assert!(matches!(Bindings::new([broken]), Err(ContractError::InvalidInputSchema { .. })));
+    let bindings = Bindings::new([echo()]).unwrap();
+    tokio().block_on(async {
+        let (runtime, mut scripts) = provider(Limits::default());
+        for n in 0..3u64 {
+            let request = CodeRunRequest::with_bindings("program", &bindings);
+            let run = tokio::spawn({
+                let runtime = runtime.clone();
+                async move { runtime.run(request).await }
+            });
+            let script = scripts.recv().await.unwrap();
+            script.events.send(call(n, 0, json!(n))).unwrap();
+            script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
+            assert_eq!(run.await.unwrap().unwrap(), ok(&[], None));
+        }
     });
 }
 
@@ -390,7 +418,7 @@ fn a_teardowns_cleanup_runs_after_the_result_and_disposal_waits_for_it() {
 #[test]
 fn disposal_fails_runs_in_flight_and_queued() {
     tokio().block_on(async {
-        let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 1);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 1);
         let first = tokio::spawn({
             let runtime = runtime.clone();
             async move { runtime.run(CodeRunRequest::new("p")).await }
@@ -413,7 +441,7 @@ fn disposal_fails_runs_in_flight_and_queued() {
 #[test]
 fn runs_beyond_the_cap_wait_and_obey_their_token_and_wall_clock() {
     tokio().block_on(async {
-        let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 2);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 2);
         let spawn = |request: CodeRunRequest| {
             let runtime = runtime.clone();
             tokio::spawn(async move { runtime.run(request).await })
@@ -465,7 +493,7 @@ fn run_needs_no_tokio_runtime_from_its_caller() {
         }),
     );
     let (runtime, mut scripts) =
-        FakeProvider::new("test", Limits { max_wall_ms: 5_000, ..Limits::default() }, 4);
+        FakeProvider::new("typescript", Limits { max_wall_ms: 5_000, ..Limits::default() }, 4);
     let player = std::thread::spawn(move || {
         let mut script = scripts.blocking_recv().unwrap();
         script.events.send(call(1, 0, json!(41))).unwrap();
@@ -479,7 +507,7 @@ fn run_needs_no_tokio_runtime_from_its_caller() {
     // A tokio runtime without its time and IO drivers: the wall clock still fires.
     let bare = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let (runtime, _scripts) =
-        FakeProvider::new("test", Limits { max_wall_ms: 20, ..Limits::default() }, 4);
+        FakeProvider::new("typescript", Limits { max_wall_ms: 20, ..Limits::default() }, 4);
     let result = bare.block_on(runtime.run(CodeRunRequest::new("p")));
     assert_eq!(
         result.unwrap(),

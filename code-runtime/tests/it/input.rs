@@ -48,14 +48,15 @@ fn calls(
     arguments: Vec<JsonValue>,
 ) -> Vec<Result<JsonValue, BindingError>> {
     tokio().block_on(async {
-        let (runtime, mut scripts) = FakeProvider::new("test", limits, 8);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", limits, 8);
         let run = tokio::spawn(async move {
             runtime.run(CodeRunRequest::new("p").binding(namespace)).await.unwrap()
         });
         let mut script: Script = scripts.recv().await.unwrap();
         let mut outcomes = Vec::new();
         for (id, args) in (1..).zip(arguments) {
-            let call = Event::Call { id, function: FunctionId(0), args: BindingArgs::new(args) };
+            let call =
+                Event::Call { id, function: FunctionId::new(0), args: BindingArgs::new(args) };
             script.events.send(call).unwrap();
             let (answered, outcome) = script.settled.recv().await.unwrap();
             assert_eq!(answered, id);
@@ -178,7 +179,7 @@ fn an_unusable_input_schema_is_contract_misuse_when_the_run_starts() {
     for (function, why) in cases {
         let namespace = CodeBindingNamespace::new("tools").function("x", function);
         let error = tokio().block_on(async {
-            let (runtime, _scripts) = FakeProvider::new("test", Limits::default(), 8);
+            let (runtime, _scripts) = FakeProvider::new("typescript", Limits::default(), 8);
             runtime.run(CodeRunRequest::new("p").binding(namespace.clone())).await.unwrap_err()
         });
         let ContractError::InvalidInputSchema { binding, why: said } = &error else {
@@ -266,15 +267,18 @@ fn no_argument_makes_a_check_unbounded() {
         (2, json!({ "n": huge })),
     ];
     let outcomes = tokio().block_on(async {
-        let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 8);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
         let run = tokio::spawn(async move {
             runtime.run(CodeRunRequest::new("p").binding(namespace)).await.unwrap()
         });
         let mut script: Script = scripts.recv().await.unwrap();
         let mut outcomes = Vec::new();
         for (id, (function, args)) in (1..).zip(arguments) {
-            let call =
-                Event::Call { id, function: FunctionId(function), args: BindingArgs::new(args) };
+            let call = Event::Call {
+                id,
+                function: FunctionId::new(function),
+                args: BindingArgs::new(args),
+            };
             script.events.send(call).unwrap();
             outcomes.push(script.settled.recv().await.unwrap().1);
         }

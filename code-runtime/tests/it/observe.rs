@@ -22,7 +22,11 @@ fn tokio() -> tokio::runtime::Runtime {
 }
 
 fn call(id: u64, function: u32) -> Event {
-    Event::Call { id, function: FunctionId(function), args: BindingArgs::new(json!({ "n": id })) }
+    Event::Call {
+        id,
+        function: FunctionId::new(function),
+        args: BindingArgs::new(json!({ "n": id })),
+    }
 }
 
 /// `tools.a` and `tools.b`, echoing; `tools.hang` never settles. Counts closure calls.
@@ -52,7 +56,7 @@ async fn start(
     limits: Limits,
     request: CodeRunRequest,
 ) -> (Script, tokio::task::JoinHandle<code_runtime::CodeRunResult>) {
-    let (runtime, mut scripts) = FakeProvider::new("test", limits, 8);
+    let (runtime, mut scripts) = FakeProvider::new("typescript", limits, 8);
     let run = tokio::spawn(async move { runtime.run(request).await.unwrap() });
     (scripts.recv().await.unwrap(), run)
 }
@@ -223,7 +227,7 @@ fn a_stopped_run_and_a_dropped_run_still_end_their_streams() {
         drop(script);
 
         let (sink, seen) = recording();
-        let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 8);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
         let run = tokio::spawn({
             let runtime = runtime.clone();
             async move { runtime.run(CodeRunRequest::new("p").events(sink)).await }
@@ -350,7 +354,7 @@ fn traced_run(polled: Polled) -> (Vec<SeenSpan>, Vec<Option<&'static str>>) {
                     async { Err(BindingError::new("no")) }
                 }),
             );
-            let (runtime, mut scripts) = FakeProvider::new("test", Limits::default(), 8);
+            let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
             let caller = tracing::info_span!("agent.turn", turn = %turn);
             let request = CodeRunRequest::new("p").binding(tools);
             let task = {
@@ -396,7 +400,7 @@ fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
     let run = find("code_runtime.run");
     assert_eq!(run.parent, Some("agent.turn"), "parented under the caller's span");
     for (field, value) in [
-        ("language", "test"),
+        ("language", "typescript"),
         ("isolation", "script"),
         ("kind", "ok"),
         ("calls", "1"),
