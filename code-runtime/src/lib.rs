@@ -6,7 +6,7 @@
 //! [`CodeRuntime`], and a host registers them in a [`Context`] at startup. The one thread it
 //! starts is the reactor, on a provider's first use: a tokio runtime of its own that owns every
 //! run's timers, sockets and teardown, so a run works under any executor
-//! ([`provider::reactor`]).
+//! ([`provider::reactor`], which a host may configure before and shut down after its runs).
 //!
 //! ## Core concepts
 //!
