@@ -9,9 +9,7 @@
 
 use code_runtime::json::JsonMap as Map;
 use code_runtime::json::{self, JsonValue, NumberSpelling};
-use code_runtime::provider::{
-    CallId, PROGRAM_WRAPPER_NAME, ProgramGlobal, ProgramGlobals, catalogue,
-};
+use code_runtime::provider::{CallId, PROGRAM_WRAPPER_NAME, ProgramGlobals, catalogue};
 use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
@@ -227,16 +225,8 @@ fn boot_globals(globals: &ProgramGlobals, out: &mut String) {
         }
         out.push_str("{\"name\":");
         out.push_str(&json::quote(name));
-        match global {
-            ProgramGlobal::Function(function) => {
-                out.push_str(&format!(",\"function\":{}", function.index()));
-            }
-            ProgramGlobal::CallTool => out.push_str(",\"callTool\":true"),
-            ProgramGlobal::Value(value) => {
-                out.push_str(",\"value\":");
-                json::encode_with(value, NumberSpelling::ExactIntegers, out);
-            }
-        }
+        out.push(',');
+        global.write_members(out);
         out.push('}');
     }
     out.push(']');

@@ -135,7 +135,8 @@ impl PythonCodeRuntime {
         let (limits, max_concurrent_runs) = (config.limits, config.max_concurrent_runs);
         let probe = probe::probe(&config, cell::PythonCell::check)?;
         let cell = cell::PythonCell::new(&probe, &config)?;
-        let warm = warm::WarmCell::new(std::sync::Arc::new(warm::Launcher { config, probe, cell }));
+        let launcher = warm::Launcher::new(config, probe, cell);
+        let warm = warm::WarmCell::new(std::sync::Arc::new(launcher));
         let host = Host::new(PythonProvider { warm }, limits, max_concurrent_runs)?;
         Ok(Self { host })
     }
@@ -159,22 +160,22 @@ impl PythonCodeRuntime {
 
     /// The interpreter every run starts (the real executable behind the configured one).
     pub fn executable(&self) -> &std::path::Path {
-        &self.host.provider().warm.launcher().probe.executable
+        &self.host.provider().warm.launcher().probe().executable
     }
 
     /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
-        self.host.provider().warm.launcher().cell.containment()
+        self.host.provider().warm.launcher().cell().containment()
     }
 
     /// Whether construction read the probe from the cache instead of starting the interpreter.
     pub fn probe_was_cached(&self) -> bool {
-        self.host.provider().warm.launcher().probe.cached
+        self.host.provider().warm.launcher().probe().cached
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &PythonConfig {
-        &self.host.provider().warm.launcher().config
+        self.host.provider().warm.launcher().config()
     }
 }
 
@@ -201,7 +202,7 @@ impl Provider for PythonProvider {
     /// reactor, which disposal waits for.
     async fn start(&self, start: Start) -> Result<substrate::ChildSubstrate, Ending> {
         let launched = self.warm.take(&start.limits).await?;
-        Ok(substrate::run(launched, &self.warm.launcher().config, start))
+        Ok(substrate::run(launched, self.warm.launcher().config(), start))
     }
 
     async fn close(&self) {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use code_runtime::Limits;
-use code_runtime::provider::Spare;
+use code_runtime::provider::{Ending, Spare};
 use code_runtime_cell::Launched;
 
 use crate::PythonConfig;
@@ -17,12 +17,35 @@ use crate::cell::PythonCell;
 use crate::probe::Probe;
 use crate::substrate;
 
-/// What starting a cell takes, shared with the tasks that start warm ones.
+/// What starting a cell takes, shared with the tasks that start warm ones: the configuration,
+/// what the probe learned of the interpreter, and the cells' plan.
 #[derive(Debug)]
-pub(crate) struct Launcher {
-    pub(crate) config: PythonConfig,
-    pub(crate) probe: Probe,
-    pub(crate) cell: PythonCell,
+pub(crate) struct Launcher(PythonConfig, Probe, PythonCell);
+
+impl Launcher {
+    pub(crate) fn new(config: PythonConfig, probe: Probe, cell: PythonCell) -> Self {
+        Self(config, probe, cell)
+    }
+
+    /// The configuration in force.
+    pub(crate) fn config(&self) -> &PythonConfig {
+        &self.0
+    }
+
+    /// What the probe learned of the interpreter.
+    pub(crate) fn probe(&self) -> &Probe {
+        &self.1
+    }
+
+    /// The plan of the cells.
+    pub(crate) fn cell(&self) -> &PythonCell {
+        &self.2
+    }
+
+    /// Starts a cell for a run under `limits`.
+    async fn launch(&self, limits: &Limits) -> Result<Launched, Ending> {
+        substrate::launch(self.config(), self.probe(), self.cell(), limits).await
+    }
 }
 
 /// The provider's warm cell, if it keeps one.
@@ -37,13 +60,10 @@ impl WarmCell {
     pub(crate) fn new(launcher: Arc<Launcher>) -> Self {
         let starter = launcher.clone();
         let spare = Spare::new(
-            usize::from(launcher.config.warm_cell),
+            usize::from(launcher.config().warm_cell),
             move || {
                 let launcher = starter.clone();
-                Box::pin(async move {
-                    let Launcher { config, probe, cell } = &*launcher;
-                    substrate::launch(config, probe, cell, &config.limits).await.ok()
-                })
+                Box::pin(async move { launcher.launch(&launcher.config().limits).await.ok() })
             },
             |launched| Box::pin(launched.discard()),
         );
@@ -60,14 +80,11 @@ impl WarmCell {
     ///
     /// Cancel safety: dropping the future while it waits for the warm cell drops the cell, which
     /// kills it.
-    pub(crate) async fn take(
-        &self,
-        limits: &Limits,
-    ) -> Result<Launched, code_runtime::provider::Ending> {
+    pub(crate) async fn take(&self, limits: &Limits) -> Result<Launched, Ending> {
         let launcher = &self.launcher;
-        let wanted = launcher.cell.limits(limits);
-        let default = wanted == launcher.cell.limits(&launcher.config.limits);
-        let launch = substrate::launch(&launcher.config, &launcher.probe, &launcher.cell, limits);
+        let wanted = launcher.cell().limits(limits);
+        let default = wanted == launcher.cell().limits(&launcher.config().limits);
+        let launch = launcher.launch(limits);
         code_runtime_cell::take_or_launch(&self.spare, default, &wanted, launch).await
     }
 
@@ -87,7 +104,7 @@ mod tests {
         let config = PythonConfig::default();
         let probe = crate::probe::probe(&config, PythonCell::check).unwrap();
         let cell = PythonCell::new(&probe, &config).unwrap();
-        let warm = WarmCell::new(Arc::new(Launcher { config, probe, cell }));
+        let warm = WarmCell::new(Arc::new(Launcher::new(config, probe, cell)));
         let mut launched =
             futures::executor::block_on(warm.spare.take()).expect("a warm cell started");
         assert!(launched.is_alive());

@@ -138,17 +138,9 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
         if index > 0 {
             text.push(',');
         }
-        match global {
-            ProgramGlobal::Function(function) => {
-                text.push_str(&format!("{{\"function\":{}}}", function.index()));
-            }
-            ProgramGlobal::CallTool => text.push_str("\"call_tool\""),
-            ProgramGlobal::Value(value) => {
-                text.push_str("{\"value\":");
-                json::encode_with(value, EXACT, &mut text);
-                text.push('}');
-            }
-        }
+        text.push('{');
+        global.write_members(&mut text);
+        text.push('}');
     }
     text.push_str("]}}");
     prefixed(text)
@@ -374,18 +366,7 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
 
 /// One global of a setup frame.
 fn global(entry: &JsonValue) -> Option<ProgramGlobal> {
-    match entry {
-        JsonValue::String(name) if name == "call_tool" => Some(ProgramGlobal::CallTool),
-        JsonValue::Object(object) => {
-            if let Some(function) = object.get("function") {
-                return Some(ProgramGlobal::Function(FunctionId::new(
-                    u32::try_from(function.as_u64()?).ok()?,
-                )));
-            }
-            object.get("value").cloned().map(ProgramGlobal::Value)
-        }
-        _ => None,
-    }
+    ProgramGlobal::from_members(entry.as_object()?)
 }
 
 fn tool_index(tools: &JsonValue) -> Option<ToolIndex> {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::binding::CodeBindingNamespace;
-use crate::json::JsonValue;
+use crate::json::{JsonMap, JsonValue, NumberSpelling};
 use crate::provider::FunctionId;
 use crate::validation::CALL_TOOL;
 
@@ -44,6 +44,38 @@ pub struct ToolIndex {
     /// The qualified names joined by `, `, cut at a bound: what the message of an unknown
     /// name lists ([`catalogue::UNKNOWN_TOOL`](crate::provider::catalogue::UNKNOWN_TOOL)).
     pub listing: String,
+}
+
+impl ProgramGlobal {
+    /// This global as the members of a JSON object, the one spelling every substrate's wire
+    /// carries: `"function":N` (its [`FunctionId`]), `"callTool":true`, or `"value":V` (integers
+    /// exact). A wire adds what else it needs (a name) around them.
+    pub fn write_members(&self, out: &mut String) {
+        match self {
+            ProgramGlobal::Function(function) => {
+                out.push_str("\"function\":");
+                out.push_str(&function.index().to_string());
+            }
+            ProgramGlobal::CallTool => out.push_str("\"callTool\":true"),
+            ProgramGlobal::Value(value) => {
+                out.push_str("\"value\":");
+                crate::json::encode_with(value, NumberSpelling::ExactIntegers, out);
+            }
+        }
+    }
+
+    /// The global an object of [`write_members`](ProgramGlobal::write_members)' members spells,
+    /// if it spells one.
+    pub fn from_members(object: &JsonMap) -> Option<Self> {
+        if let Some(function) = object.get("function") {
+            let index = u32::try_from(function.as_u64()?).ok()?;
+            return Some(ProgramGlobal::Function(FunctionId::new(index)));
+        }
+        if object.get("callTool").and_then(JsonValue::as_bool) == Some(true) {
+            return Some(ProgramGlobal::CallTool);
+        }
+        object.get("value").cloned().map(ProgramGlobal::Value)
+    }
 }
 
 impl ProgramGlobals {
