@@ -98,6 +98,19 @@ pub use crate::cell::serve_cell_if_asked;
 pub use crate::config::{Isolation, WorkerThreadConfig};
 pub use code_runtime_sandbox::Options as SandboxOptions;
 
+/// Sets the threads of this process's V8 worker pool (background compilation and garbage
+/// collection, shared by every isolate of `thread` isolation), before V8 starts with the first
+/// such run or provider; `0`, the default, lets V8 choose from the processors online. Each cell
+/// of `process` isolation starts its own V8 with the default. V8 lives as long as the process:
+/// it cannot be stopped and started again.
+///
+/// # Errors
+///
+/// V8 has started already.
+pub fn configure_v8_worker_threads(worker_threads: u32) -> Result<(), ConfigError> {
+    platform::configure(worker_threads)
+}
+
 /// Why a [`WorkerThreadCodeRuntime`] could not be constructed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -17,6 +17,9 @@ type Request = (String, Job, SyncSender<std::io::Result<JoinHandle<()>>>);
 /// The launcher's queue, or why it could not be started (the process is out of threads).
 static LAUNCHER: OnceLock<Result<std::sync::Mutex<SyncSender<Request>>, String>> = OnceLock::new();
 
+/// The threads of V8's worker pool, as a host configured them (`0`: V8 chooses).
+static WORKER_THREADS: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
+
 /// The process's V8 platform, for pumping an isolate's foreground tasks (asynchronous WebAssembly
 /// compilation, for one, finishes through them).
 static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
@@ -62,8 +65,24 @@ fn start_launcher() -> Result<std::sync::Mutex<SyncSender<Request>>, String> {
     Ok(std::sync::Mutex::new(requests))
 }
 
+/// Sets the threads of this process's V8 worker pool (background compilation and garbage
+/// collection), before V8 starts: `0` lets V8 choose from the processors online.
+pub(crate) fn configure(worker_threads: u32) -> Result<(), code_runtime::ConfigError> {
+    let mut configured = WORKER_THREADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if LAUNCHER.get().is_some() {
+        return Err(code_runtime::ConfigError::new(
+            "v8_worker_threads",
+            "must be set before V8 starts (the first run in `thread` isolation)",
+            worker_threads,
+        ));
+    }
+    *configured = worker_threads;
+    Ok(())
+}
+
 fn launcher(incoming: Receiver<Request>) {
-    let platform = v8::new_default_platform(0, false).make_shared();
+    let threads = *WORKER_THREADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let platform = v8::new_default_platform(threads, false).make_shared();
     let _ = PLATFORM.set(platform.clone());
     v8::V8::initialize_platform(platform);
     v8::V8::initialize();
@@ -76,8 +95,19 @@ fn launcher(incoming: Receiver<Request>) {
 
 #[cfg(test)]
 mod tests {
+    /// The names of this process's threads.
+    fn threads() -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .map(|name| name.trim().to_owned())
+            .collect()
+    }
+
     #[test]
-    fn isolate_threads_start_after_v8_is_initialised() {
+    fn isolate_threads_start_after_v8_is_initialised_with_the_pool_configured() {
+        // The only test of this binary that starts V8.
+        super::configure(3).unwrap();
         let thread = super::spawn_isolate_thread("platform-check".to_owned(), || {
             let isolate = v8::Isolate::new(v8::CreateParams::default());
             drop(isolate);
@@ -85,5 +115,8 @@ mod tests {
         .unwrap();
         thread.join().unwrap();
         assert!(super::PLATFORM.get().is_some());
+        let workers = threads().iter().filter(|name| name.starts_with("V8 DefaultWork")).count();
+        assert_eq!(workers, 3, "{:?}", threads());
+        assert!(super::configure(1).is_err(), "too late once V8 started");
     }
 }
