@@ -315,11 +315,18 @@ unsafe fn become_cell_user(spawn: &Spawn) -> Result<(), Failure> {
 /// Switches the calling thread to `uid` and `gid` with raw system calls: the C library's wrappers
 /// signal every thread the host had (to switch them too), and wait forever for threads that do
 /// not exist in a clone.
+///
+/// The kernel clears the parent-death signal when a process's credentials change, so it is armed
+/// again here: without it, a cell would outlive the thread (and the host) that started it.
 unsafe fn set_identity(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), Failure> {
     // SAFETY: plain system calls.
     unsafe {
         check(Stage::Identity, libc::syscall(libc::SYS_setresgid, gid, gid, gid))?;
-        check(Stage::Identity, libc::syscall(libc::SYS_setresuid, uid, uid, uid))
+        check(Stage::Identity, libc::syscall(libc::SYS_setresuid, uid, uid, uid))?;
+        check(
+            Stage::DeathSignal,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
+        )
     }
 }
 

@@ -74,4 +74,5 @@ pub use crate::cell_plan::{CellPlan, CellSpec};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, DEFAULT_PROCESSES};
+pub use crate::spawner::shutdown;
 pub use crate::watch::WatchedCell;

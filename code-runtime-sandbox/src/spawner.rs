@@ -6,6 +6,8 @@
 //! thread that tokio retires after ten idle seconds) would kill the cells of live runs; cloning
 //! from one thread that lives as long as the process ties them to the process.
 //!
+//! Both start with the first cell and live until [`shutdown`].
+//!
 //! Reaping a killed cell waits for the kernel to end every process of its pid namespace and
 //! unmount its file system (tens of milliseconds when the machine is busy): on the spawner, every
 //! cell started meanwhile, and so every run, would wait for it. The reaper waits instead.
@@ -24,10 +26,30 @@ type Detached = Box<dyn FnOnce() + Send>;
 /// Where a started cell goes.
 type Reply = tokio::sync::oneshot::Sender<Result<Cell, SandboxError>>;
 
-/// The spawner's queue.
-type Queue = Mutex<SyncSender<Job>>;
+/// A long-lived thread's queue (`None` once it was shut down) and the thread, to join.
+struct Worker<T> {
+    queue: Mutex<Option<T>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
 
-static SPAWNER: OnceLock<Result<Queue, String>> = OnceLock::new();
+impl<T> Worker<T> {
+    fn new(queue: T, thread: std::thread::JoinHandle<()>) -> Self {
+        Self { queue: Mutex::new(Some(queue)), thread: Mutex::new(Some(thread)) }
+    }
+
+    /// Closes the queue (the thread ends once it has done what was queued) and joins the thread.
+    fn stop(&self) {
+        drop(self.queue.lock().unwrap_or_else(PoisonError::into_inner).take());
+        let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(thread) = thread {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+static SPAWNER: OnceLock<Result<Worker<SyncSender<Job>>, String>> = OnceLock::new();
 
 /// Runs `start` on the spawner thread and hands back the cell.
 ///
@@ -43,17 +65,15 @@ pub(crate) async fn run(
         step: "starting the spawner thread",
         source: std::io::Error::other(why.clone()),
     })?;
-    queue
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .send(Job(Box::new(start), reply))
-        .map_err(|_| gone())?;
+    // Sent outside the lock: the queue is bounded, and a full one blocks its sender.
+    let queue = queue.queue.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    queue.ok_or_else(gone)?.send(Job(Box::new(start), reply)).map_err(|_| gone())?;
     answer.await.map_err(|_| gone())?
 }
 
 /// The reaper's queue: unbounded, so handing it work never blocks (a `Drop` hands it work, on
 /// whatever thread drops a cell).
-static REAPER: OnceLock<Option<Mutex<Sender<Detached>>>> = OnceLock::new();
+static REAPER: OnceLock<Option<Worker<Sender<Detached>>>> = OnceLock::new();
 
 /// Runs `work` on the reaper thread, without waiting for it; right here when the reaper cannot be
 /// had (the process is out of threads).
@@ -64,11 +84,14 @@ pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
             .name("code-runtime-reaper".to_owned())
             .spawn(move || incoming.into_iter().for_each(|work| work()))
             .ok()
-            .map(|_| Mutex::new(queue))
+            .map(|thread| Worker::new(queue, thread))
     });
     let work: Detached = Box::new(work);
-    let refused = match reaper {
-        Some(queue) => queue.lock().unwrap_or_else(PoisonError::into_inner).send(work).err(),
+    let queue = reaper
+        .as_ref()
+        .and_then(|reaper| reaper.queue.lock().unwrap_or_else(PoisonError::into_inner).clone());
+    let refused = match queue {
+        Some(queue) => queue.send(work).err(),
         None => Some(std::sync::mpsc::SendError(work)),
     };
     if let Some(std::sync::mpsc::SendError(work)) = refused {
@@ -83,10 +106,10 @@ fn gone() -> SandboxError {
     }
 }
 
-fn start_spawner() -> Result<Queue, String> {
+fn start_spawner() -> Result<Worker<SyncSender<Job>>, String> {
     // A few jobs may wait while a cell starts; senders block beyond that.
     let (jobs, incoming) = sync_channel::<Job>(64);
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("code-runtime-spawner".to_owned())
         .spawn(move || {
             // A cell whose run was dropped meanwhile is dropped here: killed, and handed to the
@@ -96,5 +119,18 @@ fn start_spawner() -> Result<Queue, String> {
             }
         })
         .map_err(|error| format!("cannot start the spawner thread: {error}"))?;
-    Ok(Mutex::new(jobs))
+    Ok(Worker::new(jobs, thread))
+}
+
+/// Stops the spawner and the reaper and joins them, for a host's last act (or a test's): every
+/// provider disposed first. The cells the spawner started end with it (their parent-death
+/// signal); the reaper finishes what it was given first. A later cell cannot start (`the
+/// spawner thread is gone`), and abandoned cells are reaped where they are dropped. Idempotent.
+pub fn shutdown() {
+    if let Some(Ok(spawner)) = SPAWNER.get() {
+        spawner.stop();
+    }
+    if let Some(Some(reaper)) = REAPER.get() {
+        reaper.stop();
+    }
 }

@@ -176,3 +176,78 @@ fn command_bindings_share_a_host_wide_cap() {
     let cap = std::thread::available_parallelism().map_or(1, |n| n.get()) * 4;
     assert!(most as usize <= cap, "{most} commands ran at once, the cap is {cap}");
 }
+
+/// The pids of `pid`'s descendants, from `/proc`.
+fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let parents: Vec<(libc::pid_t, libc::pid_t)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let child: libc::pid_t = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            // The command name may hold spaces and parentheses: count from its end.
+            let parent =
+                stat.get(stat.rfind(')')? + 2..)?.split_whitespace().nth(1)?.parse().ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        found.extend(parents.iter().filter(|(_, of)| *of == parent).map(|(child, _)| *child));
+        index += 1;
+    }
+    found.split_off(1)
+}
+
+/// Whether `pid` still runs (a zombie has ended).
+fn alive(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.get(stat.rfind(')')? + 2..)?.chars().next())
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+#[test]
+fn a_killed_host_leaves_no_cell_behind() {
+    // The host dies without a word (SIGKILL: no signal handler, no dispose): its cells, whose
+    // programs would sleep for an hour, die with it.
+    let scratch = Scratch::new("killed-host");
+    for (name, program) in [
+        ("sleep.py", "import time\ntime.sleep(3600)"),
+        ("sleep.ts", "await new Promise((resolve) => setTimeout(resolve, 3_600_000))"),
+    ] {
+        let program = scratch.write(name, program);
+        let mut child = binary()
+            .args(["run", &program])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        // The cell's init is a child of the host named `cell`; its program below it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let cells = loop {
+            let cells = descendants(pid);
+            let named = cells.iter().any(|cell| {
+                std::fs::read_to_string(format!("/proc/{cell}/comm")).is_ok_and(|c| c == "cell\n")
+            });
+            if named && cells.len() >= 2 {
+                break cells;
+            }
+            assert!(std::time::Instant::now() < deadline, "{name}: no cell started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while cells.iter().any(|&cell| alive(cell)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: the cell outlived its host: {:?}",
+                cells.iter().filter(|&&cell| alive(cell)).collect::<Vec<_>>()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
