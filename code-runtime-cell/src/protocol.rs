@@ -3,8 +3,8 @@
 
 use std::task::{Context, Poll};
 
-use code_runtime::provider::{CallId, Ending, FunctionId};
-use code_runtime::{BindingError, JsonValue, Limits};
+use code_runtime::provider::{Answer, CallId, Ending, FunctionId};
+use code_runtime::{JsonValue, Limits};
 use futures::future::BoxFuture;
 
 /// The vocabulary of one provider's channel: how its frames are parsed, what each is to the run,
@@ -31,8 +31,8 @@ pub trait Protocol: Send + 'static {
     /// it) goes to `outbox`.
     fn on_frame(&mut self, frame: Self::Frame, outbox: &mut Vec<Vec<u8>>) -> Incoming;
 
-    /// The frame that answers call `call` with `outcome`.
-    fn settle(&self, call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8>;
+    /// The frame that answers call `call` with `answer`.
+    fn settle(&self, call: CallId, answer: Answer) -> Vec<u8>;
 
     /// A frame as it is read, before anything else is done with it, or as it is queued for the
     /// cell (`from_cell` tells which way it goes): for a `tracing` target of the wire.

@@ -12,9 +12,10 @@ use std::time::Duration;
 use bytes::BytesMut;
 use code_runtime::json;
 use code_runtime::provider::{
-    BindingTable, CallId, Ending, Event, Held, HostMemory, StopReason, Substrate, Teardown, reactor,
+    Answer, BindingTable, CallId, Ending, Event, Held, HostMemory, StopReason, Substrate, Teardown,
+    reactor,
 };
-use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
+use code_runtime::{BindingArgs, JsonValue, Limits};
 use code_runtime_sandbox::{CellExit, WatchedCell};
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -144,13 +145,13 @@ impl<P: Protocol> Substrate for CellSubstrate<P> {
         }
     }
 
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+    fn settle(&mut self, call: CallId, answer: Answer) {
         if !self.writable {
             return;
         }
         // The answer is the host's, but its size is the program's doing (a rejection quoting what
         // it passed, a value of what it asked for), and it waits until the cell reads it.
-        let frame = self.protocol.settle(call, outcome);
+        let frame = self.protocol.settle(call, answer);
         match self.memory.hold(frame.len()) {
             Ok(held) => {
                 self.protocol.trace(false, &frame);

@@ -7,7 +7,8 @@ use std::time::Duration;
 use code_runtime::json::{self, JsonValue};
 use code_runtime::provider::MAX_VALUE_DEPTH;
 use code_runtime::{
-    BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest, binding,
+    ApprovalRule, BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, CodeRunRequest,
+    binding,
 };
 use indexmap::IndexMap;
 
@@ -182,12 +183,17 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
 /// What a bindings file tells the model about a function: `description`, and the JSON Schemas
 /// `input` and `output` (an object or a boolean each); and `validate`, whether calls are checked
 /// against `input`.
+/// What a function's `"approval"` may be.
+const APPROVAL_SHAPE: &str =
+    "approval must be true, false or {\"when\": <JSON Schema the argument must match>}";
+
 #[derive(Default)]
 struct Signature {
     description: Option<String>,
     input: Option<JsonValue>,
     output: Option<JsonValue>,
     validate: Option<bool>,
+    approval: Option<ApprovalRule>,
 }
 
 impl Signature {
@@ -219,6 +225,23 @@ impl Signature {
                 }
             }
         }
+        signature.approval = match declared.get("approval") {
+            None | Some(JsonValue::Bool(false)) => None,
+            Some(JsonValue::Bool(true)) => Some(ApprovalRule::Always),
+            Some(JsonValue::Object(rule)) => match (rule.len(), rule.get("when")) {
+                (1, Some(schema)) if json::nests_deeper_than(schema, json::SERDE_DEPTH) => {
+                    return Err(format!(
+                        "approval.when nests more than {} levels deep",
+                        json::SERDE_DEPTH
+                    ));
+                }
+                (1, Some(schema @ (JsonValue::Object(_) | JsonValue::Bool(_)))) => {
+                    Some(ApprovalRule::When(schema.clone()))
+                }
+                _ => return Err(APPROVAL_SHAPE.to_owned()),
+            },
+            Some(_) => return Err(APPROVAL_SHAPE.to_owned()),
+        };
         if signature.validate == Some(true) && signature.input.is_none() {
             return Err("validate needs an input schema".to_owned());
         }
@@ -237,6 +260,9 @@ impl Signature {
         }
         if self.validate == Some(true) {
             function = function.validate_input();
+        }
+        if let Some(rule) = self.approval {
+            function = function.approval(rule);
         }
         function
     }
@@ -301,7 +327,7 @@ impl Behaviour {
             Action::Reply(_) => &["reply", "delayMs"],
             Action::Command(..) => &["command", "timeoutMs", "delayMs"],
         };
-        let described = ["description", "input", "output", "validate"];
+        let described = ["description", "input", "output", "validate", "approval"];
         if let Some(key) = object
             .keys()
             .find(|key| !allowed.contains(&key.as_str()) && !described.contains(&key.as_str()))

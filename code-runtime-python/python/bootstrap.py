@@ -36,6 +36,11 @@ _next_id = 0
 _max_output = 0
 _max_frame = 0
 _source = ""
+# The program's clock in a reproducible run (milliseconds since the epoch), moved by each reply's
+# `t` and by `_STEP_MS` at each reading; `None` leaves the clock the machine's.
+_clock = None
+_STEP_MS = 0.001
+_real_monotonic = None
 
 
 class _ScanContext:
@@ -517,9 +522,13 @@ def _call_tool(tools, listing):
 
 
 def _dispatch(frame):
+    global _clock
     if frame.get("type") != "reply":
         return
     ident = frame["id"]
+    at = frame.get("t")
+    if at is not None and _clock is not None and at > _clock:
+        _clock = at
     if frame["ok"]:
         payload = (True, frame["value"], None)
     else:
@@ -608,6 +617,10 @@ def _run_asyncio(main):
             except RecursionError:
                 frame = _too_deep(line)
             _dispatch(frame)
+
+    if _real_monotonic is not None:
+        # The loop schedules on the machine's clock; the program reads the run's.
+        asyncio.base_events.BaseEventLoop.time = lambda self: _real_monotonic()
 
     async def runner():
         global _loop
@@ -841,6 +854,60 @@ def _execute(program, scope):
     return '{"type":"done","value":' + text + "}"
 
 
+def _reading():
+    global _clock
+    _clock += _STEP_MS
+    return _clock
+
+
+def _reproducible(replay):
+    """A run that may pause reads its randomness from the run's seed and its clock from the
+    host's replies, so that it prints the same numbers when it runs again from the start."""
+    global _clock, _real_monotonic
+    import datetime
+    import os
+    import random
+    import time
+
+    seed = int(replay["seed"], 16)
+    started = float(replay["startedMs"])
+    _clock = started
+    random.seed(seed)
+    source = random.Random(seed ^ 0x9E3779B97F4A7C15)
+
+    def urandom(size):
+        if size < 0:
+            raise ValueError("negative argument not allowed")
+        return source.randbytes(size)
+
+    # `uuid.uuid4`, `secrets` and `random.SystemRandom` read these.
+    os.urandom = urandom
+    random._urandom = urandom
+    _real_monotonic = time.monotonic
+
+    def since_start():
+        return (_reading() - started) / 1000
+
+    time.time = lambda: _reading() / 1000
+    time.time_ns = lambda: int(_reading() * 1_000_000)
+    time.monotonic = time.perf_counter = since_start
+    time.monotonic_ns = time.perf_counter_ns = lambda: int((_reading() - started) * 1_000_000)
+
+    # `date.today()` and `datetime.today()` call `time.time()`; `now` reads the system clock.
+    class _DateTime(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls.fromtimestamp(time.time(), tz)
+
+        @classmethod
+        def utcnow(cls):
+            return cls.utcfromtimestamp(time.time())
+
+    _DateTime.__name__ = _DateTime.__qualname__ = "datetime"
+    _DateTime.__module__ = "datetime"
+    datetime.datetime = _DateTime
+
+
 def _main():
     global _max_output, _max_frame, _source, _WRAPPER, _MESSAGES
     boot = _loads(_recv())
@@ -848,6 +915,8 @@ def _main():
     _max_frame = boot["maxFrameBytes"]
     _WRAPPER = boot["wrapper"]
     _MESSAGES = boot["messages"]
+    if "replay" in boot:
+        _reproducible(boot["replay"])
     scope = {"__builtins__": builtins, "__name__": "__main__"}
     functions = []  # Every binding, in the host's function order.
     for declared in boot["namespaces"]:

@@ -9,7 +9,9 @@
 
 use code_runtime::json::JsonMap as Map;
 use code_runtime::json::{self, JsonValue, NumberSpelling};
-use code_runtime::provider::{CallId, PROGRAM_WRAPPER_NAME, ProgramGlobals, catalogue};
+use code_runtime::provider::{
+    Answer, CallId, Determinism, PROGRAM_WRAPPER_NAME, ProgramGlobals, catalogue,
+};
 use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
@@ -142,6 +144,7 @@ pub(crate) struct TooLarge {
 pub(crate) fn boot(
     namespaces: &[CodeBindingNamespace],
     globals: &ProgramGlobals,
+    determinism: Option<Determinism>,
     max_output_bytes: u64,
     max_frame_bytes: usize,
 ) -> String {
@@ -195,6 +198,11 @@ pub(crate) fn boot(
     }
     out.push(']');
     boot_globals(globals, &mut out);
+    if let Some(Determinism { seed, started_ms, .. }) = determinism {
+        out.push_str(&format!(",\"replay\":{{\"seed\":\"{seed:016x}\",\"startedMs\":"));
+        json::encode_into(&JsonValue::from(started_ms), &mut out);
+        out.push('}');
+    }
     out.push_str(&format!(
         ",\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes},\"wrapper\":{},\"messages\":{{",
         json::quote(PROGRAM_WRAPPER_NAME)
@@ -252,6 +260,22 @@ pub(crate) fn run(program: &str) -> String {
 }
 
 /// A resolution. Integers keep their exact digits, so Python sees `2**60` as the int it is.
+/// The answer to call `id`: [`reply_ok`] or [`reply_error`], with the program's clock reading
+/// (`"t"`) in a reproducible run.
+pub(crate) fn reply(id: CallId, answer: &Answer) -> String {
+    let mut out = match &answer.outcome {
+        Ok(value) => reply_ok(id, value),
+        Err(rejection) => reply_error(id, rejection),
+    };
+    if let Some(clock_ms) = answer.clock_ms {
+        out.pop();
+        out.push_str(",\"t\":");
+        json::encode_into(&JsonValue::from(clock_ms), &mut out);
+        out.push('}');
+    }
+    out
+}
+
 pub(crate) fn reply_ok(id: CallId, value: &JsonValue) -> String {
     let mut out = format!("{{\"type\":\"reply\",\"id\":{id},\"ok\":true,\"value\":");
     json::encode_with(value, NumberSpelling::ExactIntegers, &mut out);
@@ -299,7 +323,10 @@ mod tests {
         let documented = transcript();
         assert_eq!(documented[0], "host> (prelude)");
         let globals = code_runtime::provider::ProgramGlobals::default();
-        assert_eq!(documented[1], format!("host> {}", boot(&[tools], &globals, 65_536, 1_179_648)));
+        assert_eq!(
+            documented[1],
+            format!("host> {}", boot(&[tools], &globals, None, 65_536, 1_179_648))
+        );
         assert_eq!(documented[3], format!("host> {}", run(program)));
         let ok = format!("host> {}", reply_ok(1, &json!({"n": 1u64 << 60})));
         assert!(documented.contains(&ok), "{ok}");
@@ -494,6 +521,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reproducible_run_boots_with_its_seed_and_clock_and_replies_carry_the_clock() {
+        let determinism = Determinism::new(0xabc, 1_700_000_000_000.5);
+        let boot = boot(&[], &ProgramGlobals::default(), Some(determinism), 64, 65_536);
+        let parsed = json::parse(&boot).unwrap();
+        assert_eq!(
+            parsed["replay"],
+            code_runtime::json!({ "seed": "0000000000000abc", "startedMs": 1_700_000_000_000.5 })
+        );
+        let answer = Answer::new(Ok(code_runtime::json!(1)), Some(1_700_000_000_001.25));
+        assert_eq!(
+            reply(7, &answer),
+            r#"{"type":"reply","id":7,"ok":true,"value":1,"t":1700000000001.25}"#
+        );
+        let answer = Answer::new(Err(BindingError::new("no")), None);
+        assert_eq!(reply(7, &answer), r#"{"type":"reply","id":7,"ok":false,"message":"no"}"#);
+    }
+
+    #[test]
     fn host_frames() {
         let tools = CodeBindingNamespace::new("tools")
             .function("echo", code_runtime::binding(|args| async move { Ok(args.into()) }))
@@ -502,6 +547,7 @@ mod tests {
         let boot = boot(
             &[tools, CodeBindingNamespace::new("empty")],
             &ProgramGlobals::default(),
+            None,
             64,
             65_536,
         );

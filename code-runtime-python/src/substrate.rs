@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use code_runtime::provider::{CallId, Ending, Start, StopReason};
-use code_runtime::{BindingError, FailureKind, JsonValue, Limits};
+use code_runtime::provider::{Answer, CallId, Ending, Start, StopReason};
+use code_runtime::{FailureKind, Limits};
 use code_runtime_cell::{
     Callee, CellRun, CellSubstrate, Framing, Incoming, Launch, Launched, Protocol, Stream, Unread,
 };
@@ -66,6 +66,7 @@ pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -
     let boot = frame::boot(
         &start.namespaces,
         &start.globals,
+        start.determinism,
         start.limits.max_output_bytes,
         config.frame_bytes(),
     );
@@ -120,11 +121,8 @@ impl Protocol for PythonProtocol {
         }
     }
 
-    fn settle(&self, call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8> {
-        line(&match outcome {
-            Ok(value) => frame::reply_ok(call, &value),
-            Err(rejection) => frame::reply_error(call, &rejection),
-        })
+    fn settle(&self, call: CallId, answer: Answer) -> Vec<u8> {
+        line(&frame::reply(call, &answer))
     }
 
     fn trace(&self, from_cell: bool, frame: &[u8]) {

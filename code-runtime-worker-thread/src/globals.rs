@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use code_runtime::provider::{CallId, Event, FunctionId, ProgramGlobal, catalogue};
 use code_runtime::{BindingArgs, BindingError, JsonValue, Limits};
 
+use crate::builtins;
 use crate::convert::{self, Refused};
+use crate::entropy::Entropy;
 use crate::message::Outbox;
 use crate::meter::{Halt, Meter};
 use crate::program::{NamespaceSetup, Program};
@@ -34,6 +36,8 @@ pub(crate) fn install<'s>(
     let global = context.global(scope);
     let intrinsics = capture_intrinsics(scope, global)?;
     let console = install_console_and_timers(scope, global)?;
+    let entropy = Entropy::new(program.determinism);
+    builtins::install(scope, global, &entropy)?;
     let factory = error_class_factory(scope)?;
     let error = v8::Local::new(scope, &intrinsics.error);
     let mut run = Run {
@@ -46,6 +50,7 @@ pub(crate) fn install<'s>(
             listing: tools.listing.clone(),
         }),
         output_left: Cell::new(bounds.max_output_bytes.saturating_add(1)),
+        entropy,
         bounds,
         state: RefCell::new(RunState::default()),
     };

@@ -206,7 +206,12 @@ fn execute(
         let poll = Instant::now() + PLATFORM_POLL;
         let wake = next_timer.map_or(poll, |deadline| deadline.min(poll));
         match inbox.recv_timeout(wake.saturating_duration_since(Instant::now())) {
-            Ok(ToIsolate::Settle { call, outcome }) => settle(scope, &run, call, outcome),
+            Ok(ToIsolate::Settle { call, answer }) => {
+                if let Some(clock_ms) = answer.clock_ms {
+                    run.entropy.advance(clock_ms);
+                }
+                settle(scope, &run, call, answer.outcome);
+            }
             Ok(ToIsolate::Stop) | Err(RecvTimeoutError::Disconnected) => {
                 return Outcome::Terminated;
             }

@@ -68,9 +68,11 @@
 //!   hold while it is walked.
 #![warn(missing_docs)]
 
+mod builtins;
 mod cell;
 mod config;
 mod convert;
+mod entropy;
 mod globals;
 mod imports;
 mod isolate;

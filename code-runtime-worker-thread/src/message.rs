@@ -12,8 +12,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use code_runtime::provider::{CallId, Event};
-use code_runtime::{BindingError, JsonValue};
+use code_runtime::provider::{Answer, CallId, Event};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::wire;
@@ -27,8 +26,9 @@ const SPIN: Duration = Duration::from_micros(50);
 /// What the host sends the isolate thread.
 #[derive(Debug)]
 pub(crate) enum ToIsolate {
-    /// A binding call settled: a value, or the rejection the program's error will carry.
-    Settle { call: CallId, outcome: Result<JsonValue, BindingError> },
+    /// A binding call settled: a value, or the rejection the program's error will carry, and
+    /// in a reproducible run the program's clock.
+    Settle { call: CallId, answer: Answer },
     /// Wake up and stop: the host has terminated execution.
     Stop,
 }
@@ -109,8 +109,8 @@ impl Inbox {
             Inbox::Cell(reader) => {
                 let payload = reader.next(timeout)?;
                 match wire::to_cell(&payload) {
-                    Ok(wire::ToCell::Settle { call, outcome }) => {
-                        Ok(ToIsolate::Settle { call, outcome })
+                    Ok(wire::ToCell::Settle { call, answer }) => {
+                        Ok(ToIsolate::Settle { call, answer })
                     }
                     // A cell is prepared and set up once; anything else the cell cannot follow
                     // ends the run (the host reports the cell's exit).

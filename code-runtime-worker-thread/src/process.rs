@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use code_runtime::provider::{BindingTable, CallId, Ending, Event, HostMemory, Spare};
-use code_runtime::{BindingError, JsonValue, Limits};
+use code_runtime::Limits;
+use code_runtime::provider::{Answer, BindingTable, CallId, Ending, Event, HostMemory, Spare};
 use code_runtime_cell::{
     Callee, CellRun, CellSubstrate, Framing, Incoming, Launch, Launched, Protocol, Stream, Unread,
 };
@@ -211,6 +211,7 @@ fn trial_run(channel: &std::os::unix::net::UnixStream) -> Result<(), String> {
         globals: Vec::new(),
         tools: None,
         max_output_bytes: 1024,
+        determinism: None,
     };
     (&*channel).write_all(&wire::prepare(shape)).map_err(|error| error.to_string())?;
     (&*channel).write_all(&wire::setup(&program)).map_err(|error| error.to_string())?;
@@ -310,8 +311,8 @@ impl Protocol for V8Protocol {
         }
     }
 
-    fn settle(&self, call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8> {
-        wire::settle(call, outcome)
+    fn settle(&self, call: CallId, answer: Answer) -> Vec<u8> {
+        wire::settle(call, answer)
     }
 
     /// V8's last words: its fatal frame, or what it wrote to standard error before it crashed.

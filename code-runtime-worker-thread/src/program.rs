@@ -2,7 +2,7 @@
 //! isolate is made with ([`Shape`]) and what it runs ([`Program`], [`NamespaceSetup`]). No V8
 //! type, so the wire and the host side use it without the isolate's code.
 
-use code_runtime::provider::{ProgramGlobal, ToolIndex};
+use code_runtime::provider::{Determinism, ProgramGlobal, ToolIndex};
 
 /// What an isolate is made with before its program is known: the same for every run of a
 /// provider under the same limits, so a cell makes its isolate while it waits for a run.
@@ -28,6 +28,9 @@ pub(crate) struct Program {
     /// What `call_tool` resolves, when the program has it.
     pub(crate) tools: Option<ToolIndex>,
     pub(crate) max_output_bytes: usize,
+    /// In a run that may pause or that resumes: the seed and clock origin of its `Math.random`,
+    /// `Date` and `crypto` (see `entropy.rs`).
+    pub(crate) determinism: Option<Determinism>,
 }
 
 /// What the isolate thread knows of one namespace.

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use code_runtime::provider::{CallId, FunctionId};
 
+use crate::entropy::Entropy;
 use crate::memory::MemoryBudget;
 use crate::message::Outbox;
 use crate::termination::Termination;
@@ -67,6 +68,8 @@ pub(crate) struct Run {
     /// The ledger counts at least as much, so a line that does not fit here cannot fit there;
     /// the isolate then ends the run itself instead of handing the host an oversized copy.
     pub(crate) output_left: Cell<usize>,
+    /// The program's clock and random sources.
+    pub(crate) entropy: Entropy,
     pub(crate) state: RefCell<RunState>,
 }
 

@@ -8,11 +8,11 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use code_runtime::Limits;
 use code_runtime::provider::{
-    CallId, CpuClock, Ending, Event, ProgramGlobal, ProgramGlobals, Start, Substrate, Teardown,
-    reactor,
+    Answer, CallId, CpuClock, Ending, Event, ProgramGlobal, ProgramGlobals, Start, Substrate,
+    Teardown, reactor,
 };
-use code_runtime::{BindingError, JsonValue, Limits};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -41,7 +41,7 @@ pub(crate) struct IsolateSubstrate {
 /// Strips the program and makes what its isolate is built from, in either isolation mode. A
 /// program that does not strip starts nothing: its ending is the strip error (`exception`).
 pub(crate) fn program(start: Start) -> Result<Program, Ending> {
-    let Start { program, namespaces, limits, globals, .. } = start;
+    let Start { program, namespaces, limits, globals, determinism, .. } = start;
     let ProgramGlobals { installed, tools } = globals;
     let mut parameters = vec!["console".to_owned()];
     parameters.extend(namespaces.iter().map(|namespace| namespace.global.clone()));
@@ -82,6 +82,7 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
         globals,
         tools,
         max_output_bytes: limits.output_bytes(),
+        determinism,
     })
 }
 
@@ -212,8 +213,8 @@ impl Substrate for IsolateSubstrate {
         }
     }
 
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
-        let _ = self.inbox.send(ToIsolate::Settle { call, outcome });
+    fn settle(&mut self, call: CallId, answer: Answer) {
+        let _ = self.inbox.send(ToIsolate::Settle { call, answer });
     }
 
     fn compute_used(&self) -> Duration {

@@ -19,7 +19,7 @@ use code_runtime::json;
 use code_runtime::json::JsonMap as Map;
 use code_runtime::json::JsonValue;
 use code_runtime::provider::{
-    CallId, Ending, Event, FunctionId, ProgramGlobal, StopReason, ToolIndex,
+    Answer, CallId, Determinism, Ending, Event, FunctionId, ProgramGlobal, StopReason, ToolIndex,
 };
 use code_runtime::{BindingArgs, BindingError};
 
@@ -45,7 +45,7 @@ pub(crate) enum FromCell {
 pub(crate) enum ToCell {
     Prepare(Shape),
     Setup(Program),
-    Settle { call: CallId, outcome: Result<JsonValue, BindingError> },
+    Settle { call: CallId, answer: Answer },
 }
 
 /// `message` as one frame.
@@ -128,6 +128,10 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
         "namespaces": namespaces,
         "tools": tools,
         "max_output_bytes": program.max_output_bytes,
+        "determinism": program.determinism.map(|determinism| json!({
+            "seed": format!("{:016x}", determinism.seed),
+            "started_ms": determinism.started_ms,
+        })),
     });
     let mut text = String::from("\0\0\0\0{\"setup\":");
     json::encode_with(&head, EXACT, &mut text);
@@ -156,15 +160,18 @@ pub(crate) fn prepare(shape: Shape) -> Vec<u8> {
 }
 
 /// The settle frame of call `call`. Consumes the value (see [`frame`]).
-pub(crate) fn settle(call: CallId, outcome: Result<JsonValue, BindingError>) -> Vec<u8> {
-    match outcome {
-        Ok(value) => {
-            frame(&object("settle", object_of([("id", JsonValue::from(call)), ("value", value)])))
-        }
+pub(crate) fn settle(call: CallId, answer: Answer) -> Vec<u8> {
+    let clock = answer.clock_ms.map_or(JsonValue::Null, JsonValue::from);
+    match answer.outcome {
+        Ok(value) => frame(&object(
+            "settle",
+            object_of([("id", JsonValue::from(call)), ("clock", clock), ("value", value)]),
+        )),
         // Written around the rejection's data, which is only borrowed: a clone would recurse.
         Err(rejection) => {
             let mut text = format!(
-                "\0\0\0\0{{\"settle\":{{\"id\":{call},\"error\":{},\"data\":",
+                "\0\0\0\0{{\"settle\":{{\"id\":{call},\"clock\":{},\"error\":{},\"data\":",
+                json::encode(&clock),
                 json::quote(rejection.message())
             );
             json::encode_with(rejection.data().unwrap_or(&JsonValue::Null), EXACT, &mut text);
@@ -284,15 +291,18 @@ pub(crate) fn to_cell(payload: &[u8]) -> Result<ToCell, Malformed> {
         "settle" => {
             let value = take(&mut body, "value");
             let data = take(&mut body, "data").filter(|data| !data.is_null());
+            let clock = body.get("clock").and_then(JsonValue::as_f64);
             match (body.get("id").and_then(JsonValue::as_u64), value) {
-                (Some(call), Some(value)) => Ok(ToCell::Settle { call, outcome: Ok(value) }),
+                (Some(call), Some(value)) => {
+                    Ok(ToCell::Settle { call, answer: Answer::new(Ok(value), clock) })
+                }
                 (Some(call), None) => {
                     let message = body.get("error").and_then(JsonValue::as_str).unwrap_or("");
                     let mut rejection = BindingError::new(message);
                     if let Some(data) = data {
                         rejection = rejection.with_data(data);
                     }
-                    Ok(ToCell::Settle { call, outcome: Err(rejection) })
+                    Ok(ToCell::Settle { call, answer: Answer::new(Err(rejection), clock) })
                 }
                 (None, _) => Err("a settle frame without an id".to_owned()),
             }
@@ -354,7 +364,20 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
         .get("max_output_bytes")
         .and_then(JsonValue::as_u64)
         .ok_or_else(|| missing("max_output_bytes"))?;
+    let determinism = match body.get("determinism") {
+        None | Some(JsonValue::Null) => None,
+        Some(determinism) => {
+            let seed = determinism.get("seed").and_then(JsonValue::as_str);
+            let seed = seed.and_then(|seed| u64::from_str_radix(seed, 16).ok());
+            let started_ms = determinism.get("started_ms").and_then(JsonValue::as_f64);
+            match (seed, started_ms) {
+                (Some(seed), Some(started_ms)) => Some(Determinism::new(seed, started_ms)),
+                _ => return Err(missing("a valid determinism")),
+            }
+        }
+    };
     Ok(Program {
+        determinism,
         body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
         parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
         namespaces,
@@ -477,28 +500,36 @@ mod tests {
         assert_eq!(json::encoded_len(&args, usize::MAX), Some(400_004));
         drop(args.into_value());
 
-        let frame = settle(3, Ok(deep(200_000)));
-        let Ok(ToCell::Settle { call: 3, outcome: Ok(value) }) = to_cell(payload(&frame)) else {
+        let frame = settle(3, Answer::new(Ok(deep(200_000)), None));
+        let Ok(ToCell::Settle { call: 3, answer }) = to_cell(payload(&frame)) else {
             panic!("the settlement did not cross");
         };
-        drop(value);
+        assert!(answer.outcome.is_ok());
+        drop(answer);
 
         let rejection = BindingError::new("deep").with_data(deep(200_000));
-        let frame = settle(4, Err(rejection));
-        let Ok(ToCell::Settle { call: 4, outcome: Err(read) }) = to_cell(payload(&frame)) else {
+        let frame = settle(4, Answer::new(Err(rejection), None));
+        let Ok(ToCell::Settle { call: 4, answer }) = to_cell(payload(&frame)) else {
             panic!("the rejection did not cross");
         };
-        assert_eq!(read.message(), "deep");
+        assert_eq!(answer.outcome.unwrap_err().message(), "deep");
     }
 
     #[test]
     fn rejections_and_setups_cross_unchanged() {
         let rejection = BindingError::new("nope").with_data(json!({"status": 429}));
-        let frame = settle(1, Err(rejection));
-        let Ok(ToCell::Settle { call: 1, outcome: Err(read) }) = to_cell(payload(&frame)) else {
+        let frame = settle(1, Answer::new(Err(rejection), Some(1_700_000_000_001.5)));
+        let Ok(ToCell::Settle { call: 1, answer }) = to_cell(payload(&frame)) else {
             panic!("the rejection did not cross");
         };
+        assert_eq!(answer.clock_ms, Some(1_700_000_000_001.5));
+        let read = answer.outcome.unwrap_err();
         assert_eq!((read.message(), read.data()), ("nope", Some(&json!({"status": 429}))));
+        let frame = settle(2, Answer::new(Ok(json!(1)), Some(5.25)));
+        let Ok(ToCell::Settle { call: 2, answer }) = to_cell(payload(&frame)) else {
+            panic!("the settlement did not cross");
+        };
+        assert_eq!((answer.outcome, answer.clock_ms), (Ok(json!(1)), Some(5.25)));
 
         let program = Program {
             body: "return 1".to_owned(),
@@ -522,6 +553,7 @@ mod tests {
                 listing: "tools.a, tools.b".to_owned(),
             }),
             max_output_bytes: 1000,
+            determinism: Some(Determinism::new(u64::MAX - 1, 1_700_000_000_000.5)),
         };
         let read = match to_cell(payload(&setup(&program))) {
             Ok(ToCell::Setup(read)) => read,

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::approval::ApprovalRule;
 use crate::input_schema::InputSchema;
 use crate::json::{self, JsonValue};
 use crate::memory::Held;
@@ -52,6 +53,10 @@ struct Signature {
     /// `input` compiled, the first time a run needs it; shared by every clone, and reset when
     /// `input` changes.
     compiled: OnceLock<Result<Arc<InputSchema>, String>>,
+    /// Which calls need the host's approval, if any.
+    approval: Option<ApprovalRule>,
+    /// The schema of [`ApprovalRule::When`] compiled, as `compiled` is.
+    approval_compiled: OnceLock<Result<Arc<InputSchema>, String>>,
 }
 
 /// Wraps an async closure as a [`BindingFunction`].
@@ -214,6 +219,45 @@ impl BindingFunction {
         };
         self.signature
             .compiled
+            .get_or_init(|| InputSchema::compile(schema).map(Arc::new))
+            .clone()
+            .map(Some)
+    }
+
+    /// Makes calls need the host's approval: every call ([`ApprovalRule::Always`]) or those
+    /// whose argument matches a JSON Schema ([`ApprovalRule::When`]). The request's
+    /// [`Approvals`](crate::Approvals) decide each one before the closure runs, after the call
+    /// budgets and the input check; without them, such a call is denied. A `When` schema that
+    /// does not compile makes the run a [`ContractError`](crate::ContractError).
+    ///
+    /// ```
+    /// use code_runtime::{binding, ApprovalRule, json};
+    ///
+    /// let delete = binding(|_args| async { Ok(json!(true)) }).approval(ApprovalRule::Always);
+    /// let write = binding(|_args| async { Ok(json!(true)) }).approval(ApprovalRule::When(
+    ///     json!({ "properties": { "force": { "const": true } }, "required": ["force"] }),
+    /// ));
+    /// # assert!(delete.approval_rule().is_some() && write.approval_rule().is_some());
+    /// ```
+    #[must_use]
+    pub fn approval(mut self, rule: ApprovalRule) -> Self {
+        let signature = Arc::make_mut(&mut self.signature);
+        signature.approval = Some(rule);
+        signature.approval_compiled = OnceLock::new();
+        self
+    }
+
+    /// Which calls need approval ([`approval`](BindingFunction::approval)), if any.
+    pub fn approval_rule(&self) -> Option<&ApprovalRule> {
+        self.signature.approval.as_ref()
+    }
+
+    /// The compiled schema of an [`ApprovalRule::When`]: `Ok(None)` for any other rule or none,
+    /// `Err` with why the schema is unusable.
+    pub(crate) fn approval_check(&self) -> Result<Option<Arc<InputSchema>>, String> {
+        let Some(ApprovalRule::When(schema)) = &self.signature.approval else { return Ok(None) };
+        self.signature
+            .approval_compiled
             .get_or_init(|| InputSchema::compile(schema).map(Arc::new))
             .clone()
             .map(Some)

@@ -106,6 +106,18 @@ pub enum ContractError {
         /// Why the schema is unusable.
         why: String,
     },
+    /// A function whose [approval rule](crate::BindingFunction::approval) has a `When` schema
+    /// that does not compile.
+    #[error("code-runtime: binding {} has an unusable approval schema: {why}", json::quote(.binding))]
+    InvalidApprovalSchema {
+        /// The function, as `global.name`.
+        binding: String,
+        /// Why the schema is unusable.
+        why: String,
+    },
+    /// A resumed request's checkpoint or decisions were refused; nothing ran.
+    #[error("code-runtime: cannot resume: {0}")]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     /// `run()` on a provider after `dispose()`.
     #[error("code-runtime: run() after disposal")]
     Disposed,

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::approval::{ApprovalRequest, Decision};
 use crate::json::JsonValue;
 use crate::result::FailureKind;
 
@@ -12,7 +13,9 @@ use crate::result::FailureKind;
 /// A run delivers, in the order they happened: each [`Log`](RunEvent::Log) line the output ledger
 /// admitted, each [`Call`](RunEvent::Call) the program made (budget rejections included: they are
 /// calls the program made, answered without a host closure), each [`Settled`](RunEvent::Settled)
-/// answer, and exactly one [`End`](RunEvent::End) once the result is built, whatever ended the run
+/// answer (with [`ApprovalRequested`](RunEvent::ApprovalRequested) and
+/// [`ApprovalDecided`](RunEvent::ApprovalDecided) between a call and its answer when it needs
+/// approval), and exactly one [`End`](RunEvent::End) once the result is built, whatever ended the run
 /// (a budget, a crash, cancellation, a dispose). A run whose `run` future is dropped ends its
 /// stream with `End { kind: Some(Abort) }` as it tears down.
 ///
@@ -45,7 +48,28 @@ pub enum RunEvent<'a> {
         /// From the call to its answer.
         duration: Duration,
     },
-    /// The run's result is built: its failure kind, `None` when it succeeded. Always last.
+    /// A call needs the host's approval
+    /// ([`BindingFunction::approval`](crate::BindingFunction::approval)) and waits for it; its
+    /// [`Call`](RunEvent::Call) came just before.
+    ApprovalRequested {
+        /// The call's id.
+        id: u64,
+        /// What the approver is asked.
+        request: &'a ApprovalRequest,
+    },
+    /// The decision on a call that needed approval.
+    ApprovalDecided {
+        /// The call's id.
+        id: u64,
+        /// The decision.
+        decision: &'a Decision,
+        /// Who made it: the approver's [`name`](crate::Approver::name), `"resume"` for a
+        /// decision a resume brought, `"timeout"` when none came in time, `"none"` without an
+        /// approver.
+        by: &'a str,
+    },
+    /// The run's result is built: its failure kind, `None` when it succeeded or paused (see
+    /// [`CodeRunResult::paused`](crate::CodeRunResult::paused)). Always last.
     End {
         /// The result's failure kind.
         kind: Option<FailureKind>,

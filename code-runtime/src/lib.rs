@@ -28,6 +28,9 @@
 //!   by the rules of [`json`](mod@json) (finite, no `-0`, integers exact as a double, valid Unicode, any
 //!   depth).
 //! - [`Context`]: the registry a host builds at startup, one provider per language.
+//! - [`Approvals`]: calls a function marks ([`BindingFunction::approval`]) wait for the host's
+//!   [`Decision`]: allowed, denied (the program catches it), or paused, which ends the run with a
+//!   signed [`Checkpoint`] that [`CodeRuntime::resume`] continues exactly.
 //!
 //! Provider crates implement [`CodeRuntime`] on top of [`provider`], the SPI: one host loop, the
 //! output ledger every result is built by, the disposal rule, and the message catalogue.
@@ -68,8 +71,10 @@
 //! `JsonValue::from` and [`JsonValue::to_serde_json`] (see [`json`](mod@json)).
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod approval;
 mod binding;
 mod bindings;
+mod checkpoint;
 mod context;
 mod declaration;
 mod error;
@@ -86,11 +91,18 @@ mod result;
 mod runtime;
 mod validation;
 
+pub use crate::approval::{
+    ApprovalRequest, ApprovalRule, Approver, DEFAULT_APPROVAL_TIMEOUT, Decision, approver_fn,
+};
 pub use crate::binding::{
     BindingArgs, BindingError, BindingFunction, CodeBindingErrorClass, CodeBindingNamespace,
     binding, binding_with,
 };
 pub use crate::bindings::Bindings;
+pub use crate::checkpoint::{
+    Checkpoint, CheckpointError, CheckpointKey, Decisions, MAX_CHECKPOINT_BYTES, Paused,
+    PendingCall,
+};
 pub use crate::context::Context;
 pub use crate::declaration::{describe, describe_request};
 pub use crate::error::{ConfigError, ContextError, ContractError};
@@ -98,7 +110,7 @@ pub use crate::event::{EventSink, RunEvent};
 pub use crate::json::JsonValue;
 pub use crate::language::{AsLanguage, Language, UnknownLanguage};
 pub use crate::limits::Limits;
-pub use crate::request::{CodeRunRequest, RunLimits};
+pub use crate::request::{Approvals, CodeRunRequest, Resume, RunLimits};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind};
 pub use crate::runtime::CodeRuntime;
 /// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is

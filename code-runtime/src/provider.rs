@@ -25,6 +25,7 @@
 //!
 //! [`CodeRuntime`]: crate::CodeRuntime
 
+mod approvals;
 pub mod catalogue;
 mod clock;
 mod dispatch;
@@ -34,10 +35,12 @@ mod gate;
 mod globals;
 mod hint;
 mod host;
+mod journal;
 mod ledger;
 pub mod reactor;
 mod report;
 mod spare;
+mod switchboard;
 
 pub use crate::binding::BindingFuture;
 pub use crate::memory::{Held, HostMemory, LOG_LINE_BYTES, OverBudget};
@@ -48,7 +51,9 @@ pub use crate::provider::either::Either;
 pub use crate::provider::ending::{Ending, StopReason};
 pub use crate::provider::gate::{DEFAULT_MAX_CONCURRENT_RUNS, RunGate, RunPermit};
 pub use crate::provider::globals::{ProgramGlobal, ProgramGlobals, ToolIndex};
-pub use crate::provider::host::{Event, Host, Hosted, Provider, Start, Substrate, Teardown};
+pub use crate::provider::host::{
+    Answer, Determinism, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
+};
 pub use crate::provider::ledger::{Admission, OutputLedger};
 pub use crate::provider::spare::Spare;
 pub use crate::validation::{

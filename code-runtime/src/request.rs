@@ -1,9 +1,16 @@
-//! [`CodeRunRequest`]: one program, its bindings, a cancellation token, and per-request limits.
+//! [`CodeRunRequest`]: one program, its bindings, a cancellation token, per-request limits, and
+//! the [`Approvals`] that decide its marked calls (or the paused run it [`Resume`]s).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{Approver, DEFAULT_APPROVAL_TIMEOUT};
 use crate::binding::CodeBindingNamespace;
+use crate::checkpoint::{Checkpoint, CheckpointKey, Decisions};
 use crate::event::EventSink;
 use crate::json::JsonValue;
 
@@ -42,6 +49,21 @@ pub struct CodeRunRequest {
     pub limits: RunLimits,
     /// Where the run's live events go ([`RunEvent`](crate::RunEvent)), if anywhere.
     pub events: Option<EventSink>,
+    /// Who decides the calls that need approval
+    /// ([`BindingFunction::approval`](crate::BindingFunction::approval)), and whether the run
+    /// may pause; without them, such calls are denied.
+    pub approvals: Option<Approvals>,
+    /// The paused run this request continues ([`CodeRunRequest::resuming`]).
+    pub resume: Option<Resume>,
+}
+
+/// What a resumed request continues: a checkpoint, and the decisions on its pending calls.
+#[derive(Clone, Debug)]
+pub struct Resume {
+    /// The paused run.
+    pub checkpoint: Checkpoint,
+    /// The decisions on its pending calls.
+    pub decisions: Decisions,
 }
 
 /// Per-request budgets: each `Some` tightens the provider's [`Limits`](crate::Limits) for one run.
@@ -78,6 +100,23 @@ impl CodeRunRequest {
     /// once, ahead).
     pub fn binding(mut self, namespace: CodeBindingNamespace) -> Self {
         self.bindings.push(namespace);
+        self
+    }
+
+    /// A request that continues the paused run of `checkpoint` with `decisions` on its pending
+    /// calls: the checkpoint's program runs again from its start, its recorded calls are
+    /// answered from the checkpoint without calling the host, the decisions apply to the pending
+    /// calls, and the run goes on live. Give it the bindings (the same ones: the checkpoint
+    /// holds their fingerprint), its values, and the [`Approvals`] whose key signed the
+    /// checkpoint, as for the run that paused. A program that takes another path (a call other
+    /// than the recorded one) ends as `exception` naming the call.
+    pub fn resuming(checkpoint: Checkpoint, decisions: Decisions) -> Self {
+        Self { resume: Some(Resume { checkpoint, decisions }), ..Self::default() }
+    }
+
+    /// Sets who decides the calls that need approval.
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
         self
     }
 
@@ -126,5 +165,60 @@ impl CodeRunRequest {
     /// Whether the request's token has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.signal.as_ref().is_some_and(CancellationToken::is_cancelled)
+    }
+}
+
+/// A request's approvals: who decides, how long a decision may take, and the key a paused run's
+/// checkpoint is signed with (and a resumed one checked against).
+///
+/// Without `Approvals`, a call that needs approval is denied (`no approver`). Without a key, a
+/// run cannot pause: a [`Decision::Pause`](crate::Decision::Pause) denies (`this run cannot pause`).
+#[derive(Clone)]
+pub struct Approvals {
+    pub(crate) approver: Arc<dyn Approver>,
+    pub(crate) key: Option<CheckpointKey>,
+    pub(crate) timeout: Duration,
+}
+
+impl Approvals {
+    /// Approvals decided by `approver`, within [`DEFAULT_APPROVAL_TIMEOUT`], that cannot pause.
+    pub fn new(approver: impl Approver + 'static) -> Self {
+        Self::shared(Arc::new(approver))
+    }
+
+    /// The same, with an approver the host shares between requests.
+    pub fn shared(approver: Arc<dyn Approver>) -> Self {
+        Self { approver, key: None, timeout: DEFAULT_APPROVAL_TIMEOUT }
+    }
+
+    /// Lets the run pause: its checkpoint is signed with `key`, and a checkpoint it resumes must
+    /// be signed with it. In a run that may pause, randomness and clocks come from the run's seed
+    /// and recorded readings, so a resumed program sees the same numbers again.
+    #[must_use]
+    pub fn checkpoint_key(mut self, key: CheckpointKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// How long one decision may take; then the call is denied (`no decision`).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Whether a run under these approvals may pause (it has a key).
+    pub fn can_pause(&self) -> bool {
+        self.key.is_some()
+    }
+}
+
+impl fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Approvals")
+            .field("approver", &self.approver.name())
+            .field("can_pause", &self.can_pause())
+            .field("timeout", &self.timeout)
+            .finish()
     }
 }

@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::Paused;
 use crate::json::{self, JsonValue};
 
 /// The outcome of one run: what the program printed, and either what it returned or why it failed.
@@ -32,18 +33,24 @@ pub struct CodeRunResult {
     logs: Vec<String>,
     value: Option<JsonValue>,
     error: Option<CodeRunFailure>,
+    paused: Option<Box<Paused>>,
 }
 
 impl CodeRunResult {
     /// A run that completed, with its logs and its value (`None` when it returned nothing).
     /// Checks nothing: the ledger has.
     pub(crate) fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
-        Self { logs, value, error: None }
+        Self { logs, value, error: None, paused: None }
     }
 
     /// A run that failed.
     pub(crate) fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
-        Self { logs, value: None, error: Some(error) }
+        Self { logs, value: None, error: Some(error), paused: None }
+    }
+
+    /// A run that paused for a decision.
+    pub(crate) fn paused_with(logs: Vec<String>, paused: Paused) -> Self {
+        Self { logs, value: None, error: None, paused: Some(Box::new(paused)) }
     }
 
     /// What the program printed, in emission order.
@@ -61,9 +68,21 @@ impl CodeRunResult {
         self.error.as_ref()
     }
 
-    /// Whether the run completed without a failure.
+    /// The run paused for a decision on a call (see [`Approvals`](crate::Approvals)): its
+    /// checkpoint and the calls waiting; `None` when it completed or failed. A paused run has
+    /// neither a value nor an error.
+    pub fn paused(&self) -> Option<&Paused> {
+        self.paused.as_deref()
+    }
+
+    /// Takes the paused run out, leaving `None`.
+    pub fn take_paused(&mut self) -> Option<Paused> {
+        self.paused.take().map(|paused| *paused)
+    }
+
+    /// Whether the run completed without a failure (a paused run did not complete).
     pub fn is_ok(&self) -> bool {
-        self.error.is_none()
+        self.error.is_none() && self.paused.is_none()
     }
 
     /// Takes the value out, leaving `None`.
@@ -71,7 +90,8 @@ impl CodeRunResult {
         self.value.take()
     }
 
-    /// Splits the result into logs and either the value or the failure.
+    /// Splits the result into logs and either the value or the failure. A paused result splits
+    /// as `Ok(None)`: take its [`paused`](CodeRunResult::paused) run out first.
     pub fn into_parts(mut self) -> (Vec<String>, Result<Option<JsonValue>, CodeRunFailure>) {
         let logs = std::mem::take(&mut self.logs);
         let outcome = match self.error.take() {
@@ -102,6 +122,13 @@ impl CodeRunResult {
             out.push_str(&json::quote(&error.message));
             out.push('}');
         }
+        if let Some(paused) = &self.paused {
+            out.push_str(",\"paused\":{\"pending\":");
+            json::encode_into(&pending_json(&paused.pending), &mut out);
+            out.push_str(",\"checkpoint\":");
+            out.push_str(&paused.checkpoint.to_json());
+            out.push('}');
+        }
         out.push('}');
         out
     }
@@ -117,6 +144,9 @@ impl Serialize for CodeRunResult {
         }
         if let Some(error) = &self.error {
             fields.serialize_field("error", error)?;
+        }
+        if let Some(paused) = &self.paused {
+            fields.serialize_field("paused", paused)?;
         }
         fields.end()
     }
@@ -277,6 +307,22 @@ impl fmt::Display for FailureKind {
     }
 }
 
+/// The pending calls as JSON: `[{"id", "namespace", "function", "args"}, …]`, the shape every
+/// boundary (the command line, MCP) shows them in.
+pub(crate) fn pending_json(pending: &[crate::PendingCall]) -> JsonValue {
+    pending
+        .iter()
+        .map(|call| {
+            crate::json!({
+                "id": call.id,
+                "namespace": call.namespace,
+                "function": call.function,
+                "args": call.args.clone(),
+            })
+        })
+        .collect()
+}
+
 /// The serde shape of [`CodeRunResult`]; conversion from it enforces the invariants.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -286,6 +332,8 @@ struct RawResult {
     value: Option<JsonValue>,
     #[serde(default)]
     error: Option<CodeRunFailure>,
+    #[serde(default)]
+    paused: Option<Paused>,
 }
 
 /// Deserializes a present `value` key as `Some`, even when it holds `null` (a returned `null` is a
@@ -300,10 +348,16 @@ impl TryFrom<RawResult> for CodeRunResult {
     type Error = String;
 
     fn try_from(raw: RawResult) -> Result<Self, String> {
-        match (raw.value, raw.error) {
-            (Some(_), Some(_)) => Err("a run result carries both `value` and `error`".to_owned()),
-            (value, None) => Ok(Self::completed(raw.logs, value)),
-            (None, Some(error)) => Ok(Self::failed(raw.logs, error)),
+        match (raw.value, raw.error, raw.paused) {
+            (Some(_), Some(_), _) => {
+                Err("a run result carries both `value` and `error`".to_owned())
+            }
+            (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+                Err("a paused run result carries a `value` or an `error`".to_owned())
+            }
+            (None, None, Some(paused)) => Ok(Self::paused_with(raw.logs, paused)),
+            (value, None, None) => Ok(Self::completed(raw.logs, value)),
+            (None, Some(error), None) => Ok(Self::failed(raw.logs, error)),
         }
     }
 }

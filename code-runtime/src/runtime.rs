@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use crate::checkpoint::{Checkpoint, Decisions};
 use crate::error::ContractError;
 use crate::limits::Limits;
 use crate::request::CodeRunRequest;
@@ -57,6 +58,27 @@ pub trait CodeRuntime: Send + Sync {
     /// dropping thread; binding calls in flight are dropped with it. [`dispose`](CodeRuntime::dispose)
     /// waits for that teardown.
     async fn run(&self, request: CodeRunRequest) -> Result<CodeRunResult, ContractError>;
+
+    /// Continues a paused run ([`CodeRunResult::paused`]): `run` of
+    /// `request` made a resumption of `checkpoint` with `decisions`
+    /// ([`CodeRunRequest::resuming`]). `request` brings what the checkpoint does not hold: the
+    /// bindings, the values, the limits, the events, and the [`Approvals`](crate::Approvals)
+    /// whose key signed the checkpoint; its program, if any, must be the checkpoint's.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](CodeRuntime::run), and [`ContractError::Checkpoint`] for a checkpoint that does
+    /// not verify under the key, is of another language, program or bindings, or decisions on
+    /// calls that are not pending; nothing runs then.
+    async fn resume(
+        &self,
+        checkpoint: Checkpoint,
+        decisions: Decisions,
+        request: CodeRunRequest,
+    ) -> Result<CodeRunResult, ContractError> {
+        let resume = CodeRunRequest::resuming(checkpoint, decisions).resume;
+        self.run(CodeRunRequest { resume, ..request }).await
+    }
 
     /// Disposes the runtime: in-flight runs resolve as `abort` (`runtime disposed`), later calls of
     /// `run` fail with [`ContractError::Disposed`], and the future completes only once every

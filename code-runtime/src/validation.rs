@@ -179,6 +179,10 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
                 let binding = format!("{}.{name}", namespace.global);
                 return Err(ContractError::InvalidInputSchema { binding, why });
             }
+            if let Err(why) = function.approval_check() {
+                let binding = format!("{}.{name}", namespace.global);
+                return Err(ContractError::InvalidApprovalSchema { binding, why });
+            }
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! Integration tests of the Python provider against a real `python3`. Tests named `cNNN_…` cover
 //! the numbered case of REFERENCE.md §5 (docs/conformance.md maps them).
 
+mod approval;
 mod budgets;
 mod contract;
 mod escape;

@@ -1,6 +1,7 @@
 //! Integration tests of the V8 provider. Tests named `cNNN_…` cover the numbered case of
 //! REFERENCE.md §5 (docs/conformance.md maps them).
 
+mod approval;
 mod attacks;
 mod budgets;
 mod contract;

@@ -195,3 +195,24 @@ pub fn no_host_api(name: &str, bindings: &str) -> String {
          host APIs, and reaches the outside only through its bindings: {bindings}"
     )
 }
+
+/// A call the host did not approve: the call rejects with the namespace's error class; the
+/// program may catch it.
+pub fn denied(reason: &str) -> String {
+    format!("denied: {reason}")
+}
+
+/// The reason of a denial no approver made: the request has no [`Approvals`](crate::Approvals).
+pub const NO_APPROVER: &str = "no approver";
+
+/// The reason of a denial when the approver did not decide within its timeout.
+pub const NO_DECISION: &str = "no decision";
+
+/// The reason of a denial when the approver paused a run that has no checkpoint key.
+pub const CANNOT_PAUSE: &str = "this run cannot pause";
+
+/// A resumed program that made another call than the checkpoint holds at number `call`
+/// (`exception`).
+pub fn diverged(call: u64, was: &str, now: &str) -> String {
+    format!("the program took another path on resume: call {call} was {was}, now {now}")
+}

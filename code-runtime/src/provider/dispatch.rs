@@ -67,6 +67,17 @@ struct Entry {
     function: BindingFunction,
     /// The compiled input schema, when the function validates its input.
     input: Option<Arc<InputSchema>>,
+    /// Which of its calls need approval.
+    approval: Approval,
+}
+
+/// Which calls of a function need the host's approval.
+#[derive(Debug)]
+enum Approval {
+    Never,
+    Always,
+    /// Those whose argument matches the schema.
+    When(Arc<InputSchema>),
 }
 
 impl BindingTable {
@@ -82,6 +93,13 @@ impl BindingTable {
                     label: format!("{}.{name}", namespace.global),
                     function: function.clone(),
                     input: function.input_check().ok().flatten(),
+                    approval: match (function.approval_rule(), function.approval_check()) {
+                        (None, _) => Approval::Never,
+                        (Some(_), Ok(Some(schema))) => Approval::When(schema),
+                        // A schema that does not compile is refused before a run; were it
+                        // not, every call would be asked about.
+                        (Some(_), _) => Approval::Always,
+                    },
                 })
             })
             .collect();
@@ -103,6 +121,18 @@ impl BindingTable {
     /// The namespace's `global` and the function's name.
     pub fn names(&self, id: FunctionId) -> Option<(&str, &str)> {
         self.entry(id).map(|entry| (entry.global.as_str(), entry.name.as_str()))
+    }
+
+    /// Whether this call of `id` with `args` needs the host's approval: always, or when the
+    /// argument matches the function's schema (or is too deep for the check to judge).
+    pub fn needs_approval(&self, id: FunctionId, args: &JsonValue) -> bool {
+        match self.entry(id).map(|entry| &entry.approval) {
+            None | Some(Approval::Never) => false,
+            Some(Approval::Always) => true,
+            Some(Approval::When(schema)) => {
+                !matches!(schema.check(args), Err(Mismatch::Value { .. }))
+            }
+        }
     }
 
     /// How many functions there are.
@@ -187,34 +217,52 @@ impl Calls {
         self.made
     }
 
-    /// Admits a call: the host closure runs now, inside the call's span, and its future is polled
-    /// with the others; or, while `max_pending_calls` are in flight, it waits its turn in call
-    /// order. A call the run's budgets refuse, whose argument does not match its input schema,
-    /// or of a function the table does not have, is answered at once: `Err` holds the rejection,
-    /// and no host closure ran.
-    pub(crate) fn start(
+    /// Admits a call of `function` with `args`: the run's budgets and the function's input
+    /// schema decide, and an admitted call counts against the budgets. `Err` holds the
+    /// rejection the program gets; no host closure ran. A function the table does not have is
+    /// answered as a stray.
+    pub(crate) fn admit(
         &mut self,
-        id: CallId,
         function: FunctionId,
-        args: BindingArgs,
+        args: &JsonValue,
     ) -> Result<(), BindingError> {
         let Some(entry) = self.table.entry(function) else {
             // A substrate only names functions it was given; answer a stray id anyway.
             return Err(self.refuse_stray(&format!("#{}", function.0)));
         };
         let index = function.0 as usize;
-        self.admit(&entry.label, index)?;
+        self.admit_budget(&entry.label, index)?;
         if let Some(input) = &entry.input {
-            input.check(&args).map_err(|mismatch| refusal(&entry.label, mismatch))?;
+            input.check(args).map_err(|mismatch| refusal(&entry.label, mismatch))?;
         }
+        self.count(function);
+        Ok(())
+    }
+
+    /// Counts a call of `function` against the budgets without checking them: a call a resumed
+    /// run answers from its record, which the budgets admitted then.
+    pub(crate) fn count(&mut self, function: FunctionId) {
         self.made += 1;
-        self.made_per_function[index] += 1;
+        if let Some(made) = self.made_per_function.get_mut(function.0 as usize) {
+            *made += 1;
+        }
+    }
+
+    /// Starts an admitted call: the host closure runs now, inside the call's span, and its
+    /// future is polled with the others; or, while `max_pending_calls` are in flight, it waits
+    /// its turn in call order.
+    pub(crate) fn begin(&mut self, id: CallId, function: FunctionId, args: BindingArgs) {
         if self.in_flight.len() as u64 >= self.budget.pending {
             self.waiting.push_back((id, function, args));
         } else {
             self.launch(id, function, args);
         }
-        Ok(())
+    }
+
+    /// Forgets the calls waiting for a place in flight (they never started), as the run pauses;
+    /// the calls in flight go on.
+    pub(crate) fn forget_waiting(&mut self) {
+        self.waiting.clear();
     }
 
     /// Runs the closure of an admitted call.
@@ -269,7 +317,7 @@ impl Calls {
 
     /// Whether the budgets admit one more call of the function at `index`; the catalogued
     /// rejection when they do not.
-    fn admit(&self, label: &str, index: usize) -> Result<(), BindingError> {
+    fn admit_budget(&self, label: &str, index: usize) -> Result<(), BindingError> {
         let refused = |budget: &str, limit: u64, message: String| {
             Err(BindingError::new(message)
                 .with_data(crate::json!({ "budget": budget, "limit": limit })))

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::binding::BindingError;
-use crate::json::JsonValue;
-use crate::provider::{CallId, Ending, Event, Substrate, Teardown};
+use crate::provider::{Answer, CallId, Ending, Event, Substrate, Teardown};
 
 /// A substrate that is one of two kinds; each call goes to the one it is.
 #[derive(Debug)]
@@ -27,10 +25,10 @@ impl<L: Substrate, R: Substrate> Substrate for Either<L, R> {
         }
     }
 
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
+    fn settle(&mut self, call: CallId, answer: Answer) {
         match self {
-            Either::Left(substrate) => substrate.settle(call, outcome),
-            Either::Right(substrate) => substrate.settle(call, outcome),
+            Either::Left(substrate) => substrate.settle(call, answer),
+            Either::Right(substrate) => substrate.settle(call, answer),
         }
     }
 
@@ -62,8 +60,8 @@ impl<S: Substrate> Substrate for Box<S> {
         (**self).poll_event(cx)
     }
 
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
-        (**self).settle(call, outcome);
+    fn settle(&mut self, call: CallId, answer: Answer) {
+        (**self).settle(call, answer);
     }
 
     fn compute_used(&self) -> Duration {

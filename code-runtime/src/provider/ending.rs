@@ -29,6 +29,8 @@ pub enum Ending {
     /// The substrate failed (`worker-exit`, `worker error: <detail>`): it could not start, broke
     /// the protocol, or crashed in a way the provider can name.
     Failed(String),
+    /// The host paused the run for a decision (made by the host loop, never by a substrate).
+    Paused(Box<crate::checkpoint::Paused>),
 }
 
 /// Why a run was stopped before the program settled.
@@ -76,6 +78,8 @@ impl Ending {
             Ending::Exited(Some(code)) => Err(CodeRunFailure::worker_exited(code)),
             Ending::Exited(None) => Err(CodeRunFailure::worker_exited("unknown")),
             Ending::Failed(detail) => Err(CodeRunFailure::worker_error(detail)),
+            // The ledger settles a pause before it asks for a failure.
+            Ending::Paused(_) => Err(CodeRunFailure::worker_error("paused")),
         }
     }
 }

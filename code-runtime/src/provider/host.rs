@@ -19,9 +19,12 @@ use crate::error::{ConfigError, ContractError};
 use crate::json::JsonValue;
 use crate::language::Language;
 use crate::limits::Limits;
+use crate::provider::approvals::Approving;
 use crate::provider::dispatch::Calls;
 use crate::provider::hint;
+use crate::provider::journal::{Journal, resumed};
 use crate::provider::report::RunReport;
+use crate::provider::switchboard::{Switchboard, Turn};
 use crate::provider::{
     Admission, BindingTable, CallId, Ending, FunctionId, HostMemory, LOG_LINE_BYTES, OutputLedger,
     ProgramGlobals, RunGate, RunPermit, StopReason, reactor, unfenced, validate_request,
@@ -29,6 +32,7 @@ use crate::provider::{
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
 use crate::runtime::CodeRuntime;
+use futures::FutureExt;
 
 /// What a provider runs programs in: a V8 isolate on a thread, a child process in a cell.
 ///
@@ -44,8 +48,8 @@ pub trait Substrate: Send + 'static {
     /// another branch won; an event is either returned or kept for the next poll, never lost.
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event>;
 
-    /// Answers call `call`: a value to resolve it with, or the rejection the program sees.
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>);
+    /// Answers call `call`.
+    fn settle(&mut self, call: CallId, answer: Answer);
 
     /// CPU time the program has used so far, all of it (every thread, every process of it).
     fn compute_used(&self) -> Duration;
@@ -58,6 +62,51 @@ pub trait Substrate: Send + 'static {
     /// hands back what it still held: output written before it stopped, and the ending, refined
     /// if the substrate learned more (for example the exit status behind [`Ending::Exited`]).
     fn teardown(self, ending: Ending) -> BoxFuture<'static, Teardown>;
+}
+
+/// The host's answer to one call.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Answer {
+    /// A value to resolve the call with, or the rejection the program sees.
+    pub outcome: Result<JsonValue, BindingError>,
+    /// In a run with [`Start::determinism`]: what the program's clock reads from this answer
+    /// on, in milliseconds since the Unix epoch (the substrate never lets it go back).
+    pub clock_ms: Option<f64>,
+}
+
+impl Answer {
+    /// An answer with `outcome`, and the clock reading of a run with
+    /// [`Start::determinism`].
+    pub fn new(outcome: Result<JsonValue, BindingError>, clock_ms: Option<f64>) -> Self {
+        Self { outcome, clock_ms }
+    }
+}
+
+/// The sources of nondeterminism of a run that may pause or that resumes: the program's
+/// randomness comes from `seed`, and its clock starts at `started_ms` and moves only with the
+/// host's answers ([`Answer::clock_ms`]) and by a fixed step per reading, so the program sees
+/// the same numbers when it runs again from the start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Determinism {
+    /// The seed of `Math.random`, `crypto.getRandomValues`, `random`, `os.urandom`, `uuid4`.
+    pub seed: u64,
+    /// What the program's clock reads when it starts, in milliseconds since the Unix epoch.
+    pub started_ms: f64,
+}
+
+impl Determinism {
+    /// Randomness from `seed`, a clock that starts at `started_ms`.
+    pub fn new(seed: u64, started_ms: f64) -> Self {
+        Self { seed, started_ms }
+    }
+
+    /// How far the program's clock moves at each reading between two answers, in
+    /// milliseconds: a microsecond, so a program that waits for the clock to pass a mark by
+    /// reading it (`while (Date.now() < t)`) ends instead of spinning on a clock that stands
+    /// still.
+    pub const STEP_MS: f64 = 0.001;
 }
 
 /// What a substrate reports, in the order the program did it.
@@ -137,6 +186,9 @@ pub struct Start {
     /// program (a frame being read, the values parsed from it, answers queued for it) is charged
     /// here first; a refused charge ends the run with [`StopReason::HostMemory`].
     pub memory: HostMemory,
+    /// In a run that may pause or that resumes: where the program's randomness and clock come
+    /// from ([`Determinism`]); `None` lets them be the machine's.
+    pub determinism: Option<Determinism>,
 }
 
 /// What a provider supplies to its [`Host`]: the language and isolation it answers, how to start
@@ -295,14 +347,18 @@ impl<P: Provider> Host<P> {
         let mut permit = self.gate.enter()?;
         validate_request(&request)?;
         let limits = self.limits.tighten(&request.limits)?;
-        let CodeRunRequest { program, bindings, values, call_tool, signal, events, .. } = request;
-        let program = unfenced(&program).unwrap_or(program);
-        let mut report = RunReport::new(
-            self.provider.language().as_str(),
-            self.provider.isolation(),
-            events,
-            started,
-        );
+        let language = self.provider.language();
+        let resumed = resumed(language, &request)?;
+        let CodeRunRequest {
+            program, bindings, values, call_tool, signal, events, approvals, ..
+        } = request;
+        // A resumed run runs the checkpoint's program.
+        let program = match &resumed {
+            Some((record, _)) => record.program.clone(),
+            None => unfenced(&program).unwrap_or(program),
+        };
+        let mut report =
+            RunReport::new(language.as_str(), self.provider.isolation(), events, started);
         let span = report.span().clone();
         let result = async {
             let ledger = OutputLedger::new(limits.output_bytes());
@@ -310,12 +366,11 @@ impl<P: Provider> Host<P> {
             if signal.is_cancelled() {
                 return ledger.settle(Ending::Stopped(StopReason::Cancelled));
             }
+            let deadline = started + Duration::from_millis(limits.max_wall_ms);
             let wall = match reactor::handle() {
                 Ok(reactor) => {
                     let _context = reactor.enter();
-                    Box::pin(tokio::time::sleep_until(
-                        started + Duration::from_millis(limits.max_wall_ms),
-                    ))
+                    Box::pin(tokio::time::sleep_until(deadline))
                 }
                 Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
             };
@@ -324,14 +379,21 @@ impl<P: Provider> Host<P> {
                 disposed: Box::pin(self.gate.disposed().clone().cancelled_owned()),
                 wall,
                 limits,
+                held_since: None,
             };
             if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
                 return ledger.settle(Ending::Stopped(reason));
             }
             let table = Arc::new(BindingTable::new(&bindings));
-            let globals = ProgramGlobals::plan(&bindings, values, call_tool);
             let memory =
                 HostMemory::new(usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX));
+            let key = approvals.as_ref().and_then(|approvals| approvals.key.clone());
+            let run = (language, program.as_str(), bindings.as_slice(), call_tool);
+            let Ok(journal) = Journal::of_run(run, resumed, key.is_some(), &memory) else {
+                let reason = StopReason::HostMemory { max_memory_mb: limits.max_memory_mb };
+                return ledger.settle(Ending::Stopped(reason));
+            };
+            let globals = ProgramGlobals::plan(&bindings, values, call_tool);
             let setup = Start {
                 program,
                 namespaces: bindings,
@@ -339,6 +401,7 @@ impl<P: Provider> Host<P> {
                 limits,
                 globals,
                 memory: memory.clone(),
+                determinism: journal.as_ref().map(Journal::determinism),
             };
             let substrate = match self.provider.start(setup).await {
                 Ok(substrate) => substrate,
@@ -346,8 +409,9 @@ impl<P: Provider> Host<P> {
             };
             let running = Running { substrate: Some(substrate), permit: Some(permit), dispatch };
             let calls = Calls::new(table, &limits, report.span().clone());
+            let board = Switchboard::new(calls, Approving::new(approvals), journal, key, &limits);
             let output = Output { ledger, memory };
-            drive(running, calls, output, stops, &mut report).await
+            drive(running, board, output, stops, &mut report).await
         }
         .instrument(span)
         .await;
@@ -363,17 +427,33 @@ struct Stops {
     disposed: Pin<Box<WaitForCancellationFutureOwned>>,
     wall: Pin<Box<Sleep>>,
     limits: Limits,
+    /// Since when the wall clock stands still: calls wait for a decision.
+    held_since: Option<Instant>,
 }
 
 impl Stops {
     /// Runs `work` until it completes (`None`) or a stop comes first (`Some(reason)`).
     async fn first(&mut self, work: impl Future<Output = ()>) -> Option<StopReason> {
+        let wall_runs = self.held_since.is_none();
         tokio::select! {
             biased;
             () = self.cancelled.as_mut() => Some(StopReason::Cancelled),
             () = self.disposed.as_mut() => Some(StopReason::Disposed),
-            () = self.wall.as_mut() => Some(StopReason::WallClock { max_wall_ms: self.limits.max_wall_ms }),
+            () = self.wall.as_mut(), if wall_runs => Some(StopReason::WallClock { max_wall_ms: self.limits.max_wall_ms }),
             () = work => None,
+        }
+    }
+
+    /// Stops the wall clock while a call waits for a decision.
+    fn hold(&mut self) {
+        self.held_since.get_or_insert_with(Instant::now);
+    }
+
+    /// Starts the wall clock again, its deadline moved by the time it stood still.
+    fn release(&mut self) {
+        if let Some(since) = self.held_since.take() {
+            let deadline = self.wall.deadline() + since.elapsed();
+            self.wall.as_mut().reset(deadline);
         }
     }
 }
@@ -414,24 +494,33 @@ struct Output {
 /// The host loop: feeds the ledger, serves calls, enforces the budgets, and settles.
 async fn drive<S: Substrate>(
     mut running: Running<S>,
-    mut calls: Calls,
+    mut board: Switchboard,
     mut output: Output,
     mut stops: Stops,
     report: &mut RunReport,
 ) -> CodeRunResult {
     let limits = stops.limits;
-    let ending = match running.substrate.as_mut() {
+    let finish = match running.substrate.as_mut() {
         Some(substrate) => {
-            until_ending(substrate, &mut calls, &mut output, &mut stops, report).await
+            until_ending(substrate, &mut board, &mut output, &mut stops, report).await
         }
         None => return output.ledger.settle(Ending::Failed("the substrate is gone".to_owned())),
     };
     if let Some(substrate) = running.substrate.as_ref() {
-        report.measured(substrate.compute_used(), calls.made());
+        report.measured(substrate.compute_used(), board.made());
     }
+    report.approvals(board.approving.asked());
+    let paused = matches!(finish, Finish::Paused);
+    let ending = match finish {
+        Finish::Ended(ending) => ending,
+        Finish::Paused => {
+            // The calls in flight are answered (and recorded) before the checkpoint is made.
+            board.drain(report, stops.first(std::future::pending()).map(drop)).await;
+            Ending::Stopped(StopReason::Cancelled)
+        }
+    };
     // The documented rule: calls still in flight when a run ends are cancelled (dropped).
-    let table = calls.table_handle();
-    drop(calls);
+    let table = board.calls.table_handle();
     let Some(substrate) = running.substrate.take() else {
         return output.ledger.settle(hint::explained(ending, &table));
     };
@@ -455,66 +544,78 @@ async fn drive<S: Substrate>(
             break;
         }
     }
+    if paused && !output.ledger.is_exceeded() {
+        ending = board.paused(output.ledger.logs());
+    } else {
+        drop(board);
+    }
     output.ledger.settle(hint::explained(ending, &table))
 }
 
-/// Runs the program until it ends or a stop comes: feeds the ledger, serves calls, checks the
-/// budgets.
+/// How the program's part of a run ended.
+enum Finish {
+    /// The run ended so.
+    Ended(Ending),
+    /// The run pauses: the program is stopped, its calls wait for decisions.
+    Paused,
+}
+
+/// Runs the program until it ends, pauses, or a stop comes: feeds the ledger, serves calls,
+/// checks the budgets.
 async fn until_ending<S: Substrate>(
     substrate: &mut S,
-    calls: &mut Calls,
+    board: &mut Switchboard,
     output: &mut Output,
     stops: &mut Stops,
     report: &mut RunReport,
-) -> Ending {
+) -> Finish {
     let limits = stops.limits;
     let mut compute = ComputeCheck::new(&limits);
     loop {
-        let step = tokio::select! {
+        let turn = tokio::select! {
             biased;
-            reason = stops.first(std::future::pending()) => Step::Stop(reason.unwrap_or(StopReason::Cancelled)),
+            reason = stops.first(std::future::pending()) => Turn::Stop(reason.unwrap_or(StopReason::Cancelled)),
             () = compute.due() => match compute.check(substrate.compute_used()) {
-                Some(reason) => Step::Stop(reason),
+                Some(reason) => Turn::Stop(reason),
                 None => continue,
             },
-            event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => Step::Event(event),
-            Some(settled) = std::future::poll_fn(|cx| calls.poll_settled(cx)), if !calls.is_empty() => {
-                if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
-                    Step::Stop(StopReason::OutputExceeded)
-                } else {
-                    report.settled(settled.id, &settled.outcome, settled.duration);
-                    substrate.settle(settled.id, settled.outcome);
-                    continue;
-                }
+            event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => match event {
+                Event::Log(line) => match output.admit(report, line, &limits) {
+                    Some(reason) => Turn::Stop(reason),
+                    None => Turn::Continue,
+                },
+                Event::Stray { id, label } => board.stray(substrate, report, id, &label),
+                Event::Call { id, function, args } => board.call(substrate, report, id, function, args),
+                Event::Ended(ending) => return Finish::Ended(ending),
+            },
+            Some(settled) = std::future::poll_fn(|cx| board.calls.poll_settled(cx)), if !board.calls.is_empty() => {
+                board.settled(substrate, report, settled)
+            }
+            Some((answer, asked)) = std::future::poll_fn(|cx| board.approving.poll_answer(cx)), if !board.approving.is_empty() => {
+                board.decided(substrate, report, answer, asked)
             }
         };
-        match step {
-            Step::Stop(reason) => {
+        // The wall clock stands still while a call waits for a decision.
+        if board.approving.is_empty() {
+            stops.release();
+        } else {
+            stops.hold();
+        }
+        match turn {
+            Turn::Continue => {}
+            Turn::Stop(reason) => {
                 substrate.stop();
-                return Ending::Stopped(reason);
+                return Finish::Ended(Ending::Stopped(reason));
             }
-            Step::Event(Event::Log(line)) => {
-                if let Some(reason) = output.admit(report, line, &limits) {
-                    substrate.stop();
-                    return Ending::Stopped(reason);
-                }
+            Turn::End(ending) => {
+                substrate.stop();
+                return Finish::Ended(ending);
             }
-            Step::Event(Event::Stray { id, label }) => {
-                let rejected = Err(calls.refuse_stray(&label));
-                report.settled(id, &rejected, Duration::ZERO);
-                substrate.settle(id, rejected);
+            Turn::Pause => {
+                substrate.stop();
+                stops.release();
+                return Finish::Paused;
             }
-            Step::Event(Event::Call { id, function, args }) => {
-                if let Some(names) = calls.table().names(function) {
-                    report.call(id, names, &args);
-                }
-                if let Err(rejection) = calls.start(id, function, args) {
-                    let rejected = Err(rejection);
-                    report.settled(id, &rejected, Duration::ZERO);
-                    substrate.settle(id, rejected);
-                }
-            }
-            Step::Event(Event::Ended(ending)) => return ending,
         }
     }
 }
@@ -535,11 +636,6 @@ impl Output {
             Admission::Exceeded => Some(StopReason::OutputExceeded),
         }
     }
-}
-
-enum Step {
-    Stop(StopReason),
-    Event(Event),
 }
 
 /// The compute budget's poll: CPU time cannot grow faster than wall time times the cores, so the

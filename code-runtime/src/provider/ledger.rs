@@ -136,6 +136,9 @@ impl OutputLedger {
             Budget::Exceeded => return limit_result(max, logs, None),
         }
         let room = max.saturating_sub(used);
+        if let Ending::Paused(paused) = ending {
+            return CodeRunResult::paused_with(logs, *paused);
+        }
         match ending.into_failure() {
             Ok(None) => CodeRunResult::completed(logs, None),
             Ok(Some(value)) => {

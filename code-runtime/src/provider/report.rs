@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::approval::{ApprovalRequest, Decision};
 use crate::binding::BindingError;
 use crate::event::{EventSink, RunEvent};
 use crate::json::{self, JsonValue};
@@ -38,6 +39,8 @@ impl RunReport {
             wall_ms = tracing::field::Empty,
             compute_ms = tracing::field::Empty,
             calls = tracing::field::Empty,
+            approvals = tracing::field::Empty,
+            paused = tracing::field::Empty,
             output_bytes = tracing::field::Empty,
         );
         Self { span, events, started, compute: Duration::ZERO, calls: 0, finished: false }
@@ -75,6 +78,46 @@ impl RunReport {
         }
     }
 
+    /// A call waits for approval.
+    pub(crate) fn approval_requested(&self, id: CallId, request: &ApprovalRequest) {
+        tracing::info!(
+            parent: &self.span,
+            call = request.call,
+            namespace = %request.namespace,
+            function = %request.function,
+            "approval requested"
+        );
+        if let Some(events) = &self.events {
+            events.deliver(RunEvent::ApprovalRequested { id, request });
+        }
+    }
+
+    /// The decision on a call that waited for approval, and who made it: the audit trail.
+    pub(crate) fn decided(&self, id: CallId, decision: &Decision, by: &str) {
+        let reason = match decision {
+            Decision::Deny(reason) => reason.as_str(),
+            Decision::Allow | Decision::Pause => "",
+        };
+        tracing::info!(
+            parent: &self.span,
+            call_id = id,
+            decision = decision.as_str(),
+            reason,
+            by,
+            "approval decided"
+        );
+        if let Some(events) = &self.events {
+            events.deliver(RunEvent::ApprovalDecided { id, decision, by });
+        }
+    }
+
+    /// How many calls were asked about.
+    pub(crate) fn approvals(&self, asked: u64) {
+        if asked > 0 {
+            self.span.record("approvals", asked);
+        }
+    }
+
     /// What the host loop measured before the substrate went away.
     pub(crate) fn measured(&mut self, compute: Duration, calls: u64) {
         self.compute = compute;
@@ -84,6 +127,9 @@ impl RunReport {
     /// Records the result on the span and ends the event stream.
     pub(crate) fn finish(&mut self, result: &CodeRunResult) {
         let kind = result.error().map(|failure| failure.kind());
+        if result.paused().is_some() {
+            self.span.record("paused", true);
+        }
         if !self.span.is_disabled() {
             self.span.record("output_bytes", output_bytes(result));
         }

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use code_runtime::provider::{
-    CallId, Ending, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
+    Answer, CallId, Determinism, Ending, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
 };
 use code_runtime::{BindingError, CodeRuntime, JsonValue, Language, Limits};
 use futures::future::BoxFuture;
@@ -33,6 +33,7 @@ pub(crate) struct Script {
     /// The start parameters the provider got.
     pub(crate) limits: Limits,
     pub(crate) program: String,
+    pub(crate) determinism: Option<Determinism>,
     pub(crate) state: Arc<State>,
 }
 
@@ -51,6 +52,8 @@ pub(crate) struct State {
     pub(crate) linger: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
     /// The lingering cleanup ran to its end.
     pub(crate) cleaned_up: AtomicBool,
+    /// The clock readings that came with the answers.
+    pub(crate) clocks: Mutex<Vec<f64>>,
 }
 
 pub(crate) struct Fake {
@@ -69,8 +72,11 @@ impl Substrate for Fake {
         }
     }
 
-    fn settle(&mut self, call: CallId, outcome: Result<JsonValue, BindingError>) {
-        let _ = self.settled.send((call, outcome));
+    fn settle(&mut self, call: CallId, answer: Answer) {
+        if let Some(clock_ms) = answer.clock_ms {
+            self.state.clocks.lock().unwrap().push(clock_ms);
+        }
+        let _ = self.settled.send((call, answer.outcome));
     }
 
     fn compute_used(&self) -> Duration {
@@ -145,6 +151,7 @@ impl Provider for Scripted {
             settled: settled_rx,
             limits: start.limits,
             program: start.program.clone(),
+            determinism: start.determinism,
             state: state.clone(),
         };
         if start.program == "fail to start" {

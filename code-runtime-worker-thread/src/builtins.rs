@@ -1,0 +1,127 @@
+//! The built-ins the runtime adds to or replaces in every program's realm: `performance` and
+//! `crypto` (when the realm has none), and in a run that may pause or that resumes
+//! `Math.random` and `Date`, all reading the run's [`Entropy`].
+
+use crate::entropy::Entropy;
+use crate::state;
+
+/// The globals over the natives: `performance`, `crypto`, and in a reproducible run
+/// `Math.random` and `Date`. `new Date()` and `Date()` read the run's clock; `new Date(x)` is
+/// the real `Date`'s, whose prototype, statics and `instanceof` stay as they were.
+const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, reproducible) {
+  "use strict";
+  const define = (object, name, value) =>
+    Object.defineProperty(object, name, { value, writable: true, configurable: true });
+  if (reproducible) {
+    const RealDate = global.Date;
+    const Date = function Date(...args) {
+      if (new.target === undefined) return new RealDate(now()).toString();
+      return Reflect.construct(RealDate, args.length === 0 ? [now()] : args, new.target);
+    };
+    Object.setPrototypeOf(Date, RealDate);
+    Object.defineProperty(Date, "prototype", { value: RealDate.prototype });
+    Object.defineProperty(Date, "length", { value: 7 });
+    define(Date, "now", function now_() { return Math.floor(now()); });
+    define(RealDate.prototype, "constructor", Date);
+    define(global, "Date", Date);
+    define(Math, "random", random);
+  }
+  const integers = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array,
+    Int32Array, Uint32Array, BigInt64Array, BigUint64Array];
+  const getRandomValues = function getRandomValues(array) {
+    if (!integers.some((Kind) => array instanceof Kind)) {
+      throw new TypeError("crypto.getRandomValues: the argument must be an integer typed array");
+    }
+    if (array.byteLength > 65536) {
+      throw new RangeError("crypto.getRandomValues: at most 65536 bytes at a time");
+    }
+    new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(bytes(array.byteLength));
+    return array;
+  };
+  const randomUUID = function randomUUID() {
+    const b = bytes(16);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  };
+  if (!("performance" in global)) {
+    define(global, "performance", Object.freeze({ now: function now() { return sinceStart(); } }));
+  }
+  if (!("crypto" in global)) {
+    define(global, "crypto", Object.freeze({ getRandomValues, randomUUID }));
+  }
+})"#;
+
+/// Installs the globals over the run's [`Entropy`] on `global`.
+pub(crate) fn install<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+    entropy: &Entropy,
+) -> Option<()> {
+    let source = v8::String::new(scope, INSTALL)?;
+    let installer: v8::Local<'s, v8::Function> =
+        v8::Script::compile(scope, source, None)?.run(scope)?.try_into().ok()?;
+    let arguments = [
+        global.into(),
+        v8::Function::new(scope, now)?.into(),
+        v8::Function::new(scope, since_start)?.into(),
+        v8::Function::new(scope, random)?.into(),
+        v8::Function::new(scope, bytes)?.into(),
+        v8::Boolean::new(scope, entropy.reproducible()).into(),
+    ];
+    let undefined = v8::undefined(scope).into();
+    installer.call(scope, undefined, &arguments)?;
+    Some(())
+}
+
+fn now(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    rv.set(v8::Number::new(scope, run.entropy.now_ms()).into());
+}
+
+fn since_start(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    rv.set(v8::Number::new(scope, run.entropy.since_start_ms()).into());
+}
+
+fn random(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    rv.set(v8::Number::new(scope, run.entropy.random()).into());
+}
+
+/// `bytes(n)`: a fresh `Uint8Array` of `n` random bytes (`n` at most 65536, checked by the
+/// caller above).
+fn bytes(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    let count = args.get(0).uint32_value(scope).unwrap_or(0).min(65_536) as usize;
+    let mut filled = vec![0u8; count];
+    if !run.entropy.fill(&mut filled) {
+        let message = v8::String::new(scope, "crypto: the random source failed")
+            .unwrap_or_else(|| v8::String::empty(scope));
+        let error = v8::Exception::error(scope, message);
+        scope.throw_exception(error);
+        return;
+    }
+    let store = v8::ArrayBuffer::new_backing_store_from_vec(filled).make_shared();
+    let buffer = v8::ArrayBuffer::with_backing_store(scope, &store);
+    if let Some(array) = v8::Uint8Array::new(scope, buffer, 0, count) {
+        rv.set(array.into());
+    }
+}

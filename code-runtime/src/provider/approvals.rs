@@ -1,0 +1,141 @@
+//! The approvals of one run, host side ([`Approving`]): the calls that wait for a decision, and
+//! the approver's answers as they come, each within the request's timeout.
+
+use std::collections::HashMap;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+
+use crate::approval::{ApprovalRequest, Decision};
+use crate::binding::BindingArgs;
+use crate::json::{self, JsonValue};
+use crate::provider::{CallId, FunctionId, catalogue, reactor};
+use crate::request::Approvals;
+
+/// How many bytes of the call an [`ApprovalRequest::summary`] shows.
+const SUMMARY_BYTES: usize = 200;
+
+/// A call waiting for its decision.
+pub(crate) struct Asked {
+    /// Its number in the run.
+    pub(crate) number: u64,
+    pub(crate) function: FunctionId,
+    pub(crate) args: BindingArgs,
+}
+
+/// A decision on the call `id`, and who made it.
+pub(crate) struct Verdict {
+    pub(crate) id: CallId,
+    pub(crate) decision: Decision,
+    pub(crate) by: String,
+}
+
+/// The calls of one run that wait for a decision, and the decisions on their way.
+pub(crate) struct Approving {
+    approvals: Option<Approvals>,
+    waiting: HashMap<CallId, Asked>,
+    answers: FuturesUnordered<BoxFuture<'static, Verdict>>,
+    /// How many calls were asked about, for the run's span.
+    asked: u64,
+}
+
+impl Approving {
+    pub(crate) fn new(approvals: Option<Approvals>) -> Self {
+        Self { approvals, waiting: HashMap::new(), answers: FuturesUnordered::new(), asked: 0 }
+    }
+
+    /// Whether no call waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// How many calls were asked about so far.
+    pub(crate) fn asked(&self) -> u64 {
+        self.asked
+    }
+
+    /// Asks about call `id` of `namespace.function`, the program's `number`th: the answer comes
+    /// from [`poll_answer`](Approving::poll_answer). Without an approver it comes at once, a
+    /// denial (`no approver`).
+    pub(crate) fn ask(
+        &mut self,
+        id: CallId,
+        (namespace, function_name): (&str, &str),
+        asked: Asked,
+    ) -> ApprovalRequest {
+        self.asked += 1;
+        let args: JsonValue = (*asked.args).clone();
+        let call = format!("{namespace}.{function_name}({})", json::encode(&args));
+        let request = ApprovalRequest {
+            namespace: namespace.to_owned(),
+            function: function_name.to_owned(),
+            args,
+            summary: cut(&call, SUMMARY_BYTES),
+            call: asked.number,
+        };
+        self.waiting.insert(id, asked);
+        let Some(approvals) = &self.approvals else {
+            let answer =
+                Verdict { id, decision: Decision::deny(catalogue::NO_APPROVER), by: "none".into() };
+            self.answers.push(Box::pin(std::future::ready(answer)));
+            return request;
+        };
+        let approver = approvals.approver.clone();
+        let can_pause = approvals.can_pause();
+        // The timer is the reactor's, whatever executor polls the run.
+        let deadline = reactor::enter(|| tokio::time::sleep(approvals.timeout));
+        let asking = request.clone();
+        let answer = async move {
+            let by = approver.name().to_owned();
+            let decide = reactor::in_some_runtime(approver.decide(&asking));
+            tokio::select! {
+                decision = decide => {
+                    let decision = match decision {
+                        Decision::Pause if !can_pause => Decision::deny(catalogue::CANNOT_PAUSE),
+                        decision => decision,
+                    };
+                    Verdict { id, decision, by }
+                }
+                () = deadline => {
+                    Verdict { id, decision: Decision::deny(catalogue::NO_DECISION), by: "timeout".into() }
+                }
+            }
+        };
+        self.answers.push(answer.boxed());
+        request
+    }
+
+    /// The next decision, with the call it decides.
+    pub(crate) fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Option<(Verdict, Asked)>> {
+        loop {
+            let Some(answer) = std::task::ready!(self.answers.poll_next_unpin(cx)) else {
+                return Poll::Ready(None);
+            };
+            if let Some(asked) = self.waiting.remove(&answer.id) {
+                return Poll::Ready(Some((answer, asked)));
+            }
+        }
+    }
+
+    /// The calls still waiting, as the run pauses; their approvers' futures are dropped.
+    pub(crate) fn take_waiting(&mut self) -> Vec<(CallId, Asked)> {
+        self.answers.clear();
+        let mut waiting: Vec<_> = self.waiting.drain().collect();
+        waiting.sort_by_key(|(_, asked)| asked.number);
+        waiting
+    }
+}
+
+/// `text` cut at a character boundary within `bytes`, with `…` when cut.
+fn cut(text: &str, bytes: usize) -> String {
+    if text.len() <= bytes {
+        return text.to_owned();
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

@@ -1,0 +1,265 @@
+//! [`Switchboard`]: where each call the program makes goes: answered from a resumed run's
+//! record, refused by the budgets, asked of the approver, or run; and where each answer goes
+//! back, noted in the run's journal when the run may pause.
+
+use std::time::Duration;
+
+use crate::approval::Decision;
+use crate::binding::{BindingArgs, BindingError};
+use crate::checkpoint::{Checkpoint, CheckpointKey, Paused};
+use crate::json::JsonValue;
+use crate::limits::Limits;
+use crate::provider::approvals::{Approving, Asked, Verdict};
+use crate::provider::dispatch::{Calls, Settled};
+use crate::provider::journal::{Course, Journal};
+use crate::provider::report::RunReport;
+use crate::provider::{Answer, CallId, Ending, FunctionId, StopReason, Substrate, catalogue};
+
+/// What the host loop does after a call or an answer.
+pub(crate) enum Turn {
+    /// Go on.
+    Continue,
+    /// Stop the program: the run ends for this reason.
+    Stop(StopReason),
+    /// Stop the program: the run ends so.
+    End(Ending),
+    /// Stop the program: the run pauses.
+    Pause,
+}
+
+/// The calls of one run, the approvals they wait for, and the journal that records them.
+pub(crate) struct Switchboard {
+    pub(crate) calls: Calls,
+    pub(crate) approving: Approving,
+    journal: Option<Journal>,
+    key: Option<CheckpointKey>,
+    /// Calls the program made, numbered from 1.
+    made: u64,
+    max_memory_mb: u64,
+}
+
+impl Switchboard {
+    pub(crate) fn new(
+        calls: Calls,
+        approving: Approving,
+        journal: Option<Journal>,
+        key: Option<CheckpointKey>,
+        limits: &Limits,
+    ) -> Self {
+        Self { calls, approving, journal, key, made: 0, max_memory_mb: limits.max_memory_mb }
+    }
+
+    fn over_memory(&self) -> Turn {
+        Turn::Stop(StopReason::HostMemory { max_memory_mb: self.max_memory_mb })
+    }
+
+    /// The program called `function` with `args` as call `id`.
+    pub(crate) fn call(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        id: CallId,
+        function: FunctionId,
+        args: BindingArgs,
+    ) -> Turn {
+        self.made += 1;
+        let Some(names) = self.calls.table().names(function) else {
+            // A substrate only names functions it was given; answer a stray id anyway.
+            return self.stray(substrate, report, id, &format!("#{}", function.index()));
+        };
+        report.call(id, names, &args);
+        let course = match &mut self.journal {
+            None => Course::Live,
+            Some(journal) => match journal.call(id, names, &args) {
+                Ok(course) => course,
+                Err(_) => return self.over_memory(),
+            },
+        };
+        match course {
+            Course::Diverged(message) => Turn::End(Ending::Threw(message)),
+            Course::Replayed { counted } => {
+                if counted {
+                    self.calls.count(function);
+                }
+                self.deliver_due(substrate, report);
+                Turn::Continue
+            }
+            Course::Decided(decision) => {
+                if let Err(rejection) = self.calls.admit(function, &args) {
+                    return self.answer(substrate, report, id, Err(rejection), false);
+                }
+                match decision {
+                    Ok(()) => {
+                        report.decided(id, &Decision::Allow, "resume");
+                        self.calls.begin(id, function, args);
+                        Turn::Continue
+                    }
+                    Err(reason) => {
+                        report.decided(id, &Decision::Deny(reason.clone()), "resume");
+                        let denied = BindingError::new(catalogue::denied(&reason));
+                        self.answer(substrate, report, id, Err(denied), true)
+                    }
+                }
+            }
+            Course::Live => self.live(substrate, report, id, function, args),
+        }
+    }
+
+    /// A call the record does not answer: the budgets, then the approver or the host function.
+    fn live(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        id: CallId,
+        function: FunctionId,
+        args: BindingArgs,
+    ) -> Turn {
+        if let Err(rejection) = self.calls.admit(function, &args) {
+            return self.answer(substrate, report, id, Err(rejection), false);
+        }
+        let table = self.calls.table_handle();
+        match table.names(function) {
+            Some(names) if table.needs_approval(function, &args) => {
+                let asked = Asked { number: self.made, function, args };
+                let request = self.approving.ask(id, names, asked);
+                report.approval_requested(id, &request);
+            }
+            _ => self.calls.begin(id, function, args),
+        }
+        Turn::Continue
+    }
+
+    /// A call of a function the request lacks ([`Event::Stray`](crate::provider::Event)), or
+    /// of an id the table lacks.
+    pub(crate) fn stray(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        id: CallId,
+        label: &str,
+    ) -> Turn {
+        let rejected = Err(self.calls.refuse_stray(label));
+        self.answer(substrate, report, id, rejected, false)
+    }
+
+    /// A host function answered.
+    pub(crate) fn settled(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        settled: Settled,
+    ) -> Turn {
+        if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
+            return Turn::Stop(StopReason::OutputExceeded);
+        }
+        let clock_ms = match &mut self.journal {
+            None => None,
+            Some(journal) => match journal.settled(settled.id, &settled.outcome, true) {
+                Ok(at_ms) => Some(at_ms),
+                Err(_) => return self.over_memory(),
+            },
+        };
+        report.settled(settled.id, &settled.outcome, settled.duration);
+        substrate.settle(settled.id, Answer::new(settled.outcome, clock_ms));
+        Turn::Continue
+    }
+
+    /// The approver decided on a call.
+    pub(crate) fn decided(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        Verdict { id, decision, by }: Verdict,
+        asked: Asked,
+    ) -> Turn {
+        report.decided(id, &decision, &by);
+        match decision {
+            Decision::Allow => {
+                self.calls.begin(id, asked.function, asked.args);
+                Turn::Continue
+            }
+            Decision::Deny(reason) => {
+                let denied = BindingError::new(catalogue::denied(&reason));
+                self.answer(substrate, report, id, Err(denied), true)
+            }
+            Decision::Pause => {
+                if let Some(journal) = &mut self.journal {
+                    journal.pending(id);
+                }
+                Turn::Pause
+            }
+        }
+    }
+
+    /// Answers call `id` now, without a host function.
+    fn answer(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        id: CallId,
+        outcome: Result<JsonValue, BindingError>,
+        counted: bool,
+    ) -> Turn {
+        let clock_ms = match &mut self.journal {
+            None => None,
+            Some(journal) => match journal.settled(id, &outcome, counted) {
+                Ok(at_ms) => Some(at_ms),
+                Err(_) => return self.over_memory(),
+            },
+        };
+        report.settled(id, &outcome, Duration::ZERO);
+        substrate.settle(id, Answer::new(outcome, clock_ms));
+        Turn::Continue
+    }
+
+    /// Gives the program the recorded answers now due, in their first order.
+    fn deliver_due(&mut self, substrate: &mut impl Substrate, report: &mut RunReport) {
+        let Some(journal) = &mut self.journal else { return };
+        for due in journal.due() {
+            report.settled(due.id, &due.outcome, Duration::ZERO);
+            substrate.settle(due.id, Answer::new(due.outcome, Some(due.at_ms)));
+        }
+    }
+
+    /// The program is stopped and the run pauses: the calls waiting for a decision are pending,
+    /// those waiting for a place in flight never started, and those in flight are waited for
+    /// (until `stop` completes) so their answers are recorded and a resume does not make them
+    /// again.
+    pub(crate) async fn drain(&mut self, report: &mut RunReport, stop: impl Future<Output = ()>) {
+        for (id, _) in self.approving.take_waiting() {
+            if let Some(journal) = &mut self.journal {
+                journal.pending(id);
+            }
+        }
+        self.calls.forget_waiting();
+        let mut stop = std::pin::pin!(stop);
+        while !self.calls.is_empty() {
+            let settled = tokio::select! {
+                biased;
+                () = stop.as_mut() => break,
+                settled = std::future::poll_fn(|cx| self.calls.poll_settled(cx)) => settled,
+            };
+            let Some(settled) = settled else { break };
+            if let Some(journal) = &mut self.journal {
+                let _ = journal.settled(settled.id, &settled.outcome, true);
+            }
+            report.settled(settled.id, &settled.outcome, settled.duration);
+        }
+    }
+
+    /// The paused run's ending: its record, with `logs`, signed.
+    pub(crate) fn paused(self, logs: &[String]) -> Ending {
+        let (Some(journal), Some(key)) = (self.journal, self.key) else {
+            return Ending::Failed("a run without a checkpoint key paused".to_owned());
+        };
+        let record = journal.into_record(logs);
+        let pending = record.pending();
+        let checkpoint = Checkpoint::sign(&record, &key);
+        Ending::Paused(Box::new(Paused { checkpoint, pending }))
+    }
+
+    /// Calls admitted so far.
+    pub(crate) fn made(&self) -> u64 {
+        self.calls.made()
+    }
+}
