@@ -4,13 +4,16 @@
 //! are rewritten to CLI.md's one line.
 //!
 //! Exit codes: 0 when the run completed, 1 when it failed (the result on stdout says how), 2 for
-//! misuse (a bad flag, an unreadable or invalid file, invalid bindings), with one line on stderr
-//! and nothing on stdout, 3 for an internal failure (the host could not do its part: no usable
-//! interpreter, a record that could not be written), with one line on stderr.
+//! misuse (a bad flag, an unreadable or invalid file, invalid bindings, a forged checkpoint),
+//! with one line on stderr and nothing on stdout, 3 for an internal failure (the host could not
+//! do its part: no usable interpreter, a record that could not be written), with one line on
+//! stderr, 4 when the run paused for a decision (its checkpoint is in a file).
 
+mod approvals;
 mod bench;
 mod describe;
 mod mcp;
+mod resume;
 mod run;
 
 use std::ffi::OsString;
@@ -44,7 +47,7 @@ fn one_line(message: &str) -> String {
 }
 
 /// What a misuse message ends with when the command itself is missing or unknown.
-const USAGE: &str = "usage: code-runtime run|bench|describe|mcp|completions [OPTIONS]; \
+const USAGE: &str = "usage: code-runtime run|resume|bench|describe|mcp|completions [OPTIONS]; \
 code-runtime --help shows every option";
 
 /// What `code-runtime --help` ends with.
@@ -53,7 +56,8 @@ const AFTER_HELP: &str = "example:
 
 exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr,
 nothing on stdout), 3 internal failure (one line on stderr: no usable interpreter, a record file
-that could not be written; stdout has the result when the run took place)";
+that could not be written; stdout has the result when the run took place), 4 the run paused for
+a decision (its checkpoint is in --checkpoint FILE; `code-runtime resume FILE` continues it)";
 
 /// The command line (CLI.md).
 #[derive(Debug, clap::Parser)]
@@ -73,6 +77,8 @@ struct Cli {
 enum Command {
     /// Run a program file (`-` reads stdin) against bindings; prints one JSON result.
     Run(run::Args),
+    /// Continue a paused run from its checkpoint, with decisions on its pending calls.
+    Resume(resume::Args),
     /// Measure the providers against their baselines, measured in the same run.
     Bench(bench::Args),
     /// Print the TypeScript declarations (default) or Python stubs the model should read about
@@ -142,6 +148,7 @@ fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
 fn execute(command: Command) -> Result<ExitCode, Failure> {
     match command {
         Command::Run(args) => run::main(args),
+        Command::Resume(args) => resume::main(args),
         Command::Bench(args) => bench::main(&args),
         Command::Describe(args) => describe::main(args),
         Command::Mcp(args) => mcp::main(args),
@@ -247,4 +254,12 @@ fn print_stdout(text: &str) {
 #[expect(clippy::print_stderr, reason = "the CLI contract: misuse is one line on stderr")]
 pub(crate) fn print_stderr(text: &str) {
     eprintln!("{text}");
+}
+
+/// Writes `text` to stderr without ending the line: a question the terminal answers on it.
+#[expect(clippy::print_stderr, reason = "a question for the person at the terminal")]
+pub(crate) fn print_stderr_inline(text: &str) {
+    use std::io::Write;
+    eprint!("{text}");
+    let _ = std::io::stderr().flush();
 }

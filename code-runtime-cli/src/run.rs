@@ -4,8 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use code_runtime::provider::catalogue;
 use code_runtime::{
-    CancellationToken, CodeRunRequest, CodeRuntime, ContractError, Language, Limits,
+    ApprovalRequest, BindingError, CancellationToken, CodeRunRequest, CodeRuntime, ContractError,
+    Decision, EventSink, Language, Limits, RunEvent,
 };
 use code_runtime_fixtures::{
     BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, load_bindings, read_program,
@@ -16,12 +21,13 @@ use code_runtime_worker_thread::{
 };
 
 use crate::Failure;
+use crate::approvals::{self, CheckpointFile, Mode};
 
 /// `code-runtime run`'s options (CLI.md).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Python always runs in a sandbox cell; TypeScript does unless --isolation \
 thread. Exit codes: 0 completed, 1 the run failed (the result's error says how), 2 misuse, 3 \
-internal failure.")]
+internal failure, 4 the run paused (its checkpoint is in --checkpoint FILE).")]
 pub(crate) struct Args {
     /// The program file; `-` reads stdin. The program is the body of an async function: top-level
     /// `await` and `return` work.
@@ -30,19 +36,27 @@ pub(crate) struct Args {
     /// The program's language [default: from the extension: .ts .js .mts typescript, .py python]
     #[arg(long, value_name = "LANGUAGE", value_parser = crate::language_parser())]
     language: Option<Language>,
+    #[command(flatten)]
+    options: Options,
+}
+
+/// The options of a run, `run`'s and `resume`'s.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Options {
     /// JSON {"namespaces": [{"global": "tools", "errorClass": {"name": "ToolCallError",
     /// "memberNameProperty": "toolName"}, "functions": {"search": {"echo": true}}}]}. Behaviours:
     /// {"echo": true} {"reply": JSON} {"reject": "message"} {"command": ["prog", "arg"]} (the
     /// argument's JSON on stdin, its stdout's JSON resolves), each with an optional "delayMs": N; a
-    /// function may add "description", "input" and "output" (JSON Schemas), a namespace
-    /// "description".
+    /// function may add "description", "input" and "output" (JSON Schemas), "approval" (true, or
+    /// {"when": <JSON Schema>}), a namespace "description".
     #[arg(long, value_name = "FILE")]
     bindings: Option<PathBuf>,
     /// JSON {"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes", "maxCalls",
     /// "maxCallsPerFunction", "maxPendingCalls"}; the flags override it.
     #[arg(long, value_name = "FILE")]
     limits: Option<PathBuf>,
-    /// Wall-clock ceiling in milliseconds [default: 600000]
+    /// Wall-clock ceiling in milliseconds [default: 600000]; it stands still while a call waits
+    /// for a decision.
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     timeout_ms: Option<u64>,
     /// CPU budget in milliseconds [default: 60000]
@@ -56,7 +70,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_output_bytes: Option<u64>,
     /// Writes one JSON line per binding call {"namespace", "function", "args", "ok" | "error",
-    /// "startedMs", "durationMs"} as calls settle; nothing is kept.
+    /// "startedMs", "durationMs"} as calls settle (a call that needed approval adds "approval":
+    /// {"decision", "by"}); nothing is kept.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
     /// The record file's bound [default: 1073741824]: a call whose line would pass it ends the
@@ -64,7 +79,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
     /// Streams one JSON line per event while the program runs (`-`: stderr): log, call, settled,
-    /// end.
+    /// approval, decided, end.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
     /// TypeScript: `process` runs the isolate in a sandbox cell, `thread` in this process (trusted
@@ -77,38 +92,66 @@ pub(crate) struct Args {
     /// Binding calls in flight at once [default: 1000]; more wait their turn.
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_pending_calls: Option<u64>,
+    /// Who decides the calls of functions marked "approval": ask on the terminal, deny (the
+    /// program may catch the denial), allow, or pause the run (with --checkpoint) [default: deny]
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub(crate) approvals: Option<Mode>,
+    /// Where a paused run's checkpoint is written (needed with --approvals pause); the command
+    /// then prints {"logs", "paused": {"checkpoint", "pending"}} and exits 4.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) checkpoint: Option<PathBuf>,
+    /// The hex key checkpoints are signed with [default: $CODE_RUNTIME_CHECKPOINT_KEY, else a key
+    /// made once in the user's cache directory]
+    #[arg(long, value_name = "FILE")]
+    checkpoint_key: Option<PathBuf>,
 }
 
 pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let program_path = args.program.clone().ok_or("missing PROGRAM (a file, or - for stdin)")?;
     let language = language(&args, &program_path)?;
+    let mode = args.options.approvals.unwrap_or_default();
+    approvals::check_mode(mode, args.options.checkpoint.as_deref(), program_path == "-")?;
     let program = read_program(&program_path)?;
-    let limits = limits(&args)?;
+    execute(language, CodeRunRequest::new(program), &args.options)
+}
+
+/// Runs `request` (a program, or a resumption) under `options`, prints the result, and says
+/// how the command ends.
+pub(crate) fn execute(
+    language: Language,
+    request: CodeRunRequest,
+    options: &Options,
+) -> Result<ExitCode, Failure> {
+    let limits = limits(options)?;
     // Every output path is opened before the program starts.
-    let recorder = recorder(args.record.as_deref(), args.record_max_bytes)?;
-    let events = match &args.events {
-        Some(path) if path.as_os_str() == "-" => Some(EventLog::writing(std::io::stderr())),
-        Some(path) => Some(EventLog::writing(
-            std::fs::File::create(path)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
-        )),
-        None => None,
-    };
-    let bindings = match &args.bindings {
+    let recorder = recorder(options.record.as_deref(), options.record_max_bytes)?;
+    let events = event_log(options.events.as_deref())?;
+    let bindings = match &options.bindings {
         Some(path) => load_bindings(path, &recorder)?,
         None => BindingsFile::default(),
     };
-    let isolation = isolation(&args, language)?;
+    let isolation = isolation(options.isolation.as_deref(), language)?;
+    // A key only where the run may pause, or resumes a checkpoint it must verify.
+    let key = match (&options.checkpoint, &request.resume) {
+        (None, None) => None,
+        _ => Some(approvals::checkpoint_key(options.checkpoint_key.as_deref())?),
+    };
+    let checkpoint = options.checkpoint.as_deref().map(CheckpointFile::create).transpose()?;
     let runtime = provider(language, limits, isolation, false)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| Failure::Internal(format!("cannot start tokio: {error}")))?;
     let signal = CancellationToken::new();
+    let mode = options.approvals.unwrap_or_default();
     let request = CodeRunRequest {
+        bindings: bindings.namespaces,
+        values: bindings.values,
+        call_tool: bindings.call_tool,
         signal: Some(signal.clone()),
-        events: events.as_ref().map(EventLog::sink),
-        ..bindings.request(program)
+        events: (events.is_some() || recorder.is_on()).then(|| audited(events.as_ref(), &recorder)),
+        approvals: Some(approvals::approvals(mode, key)),
+        ..request
     };
     let result = tokio.block_on(async {
         let interrupted = tokio::spawn(abort_on_signals(signal));
@@ -117,19 +160,76 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
         runtime.dispose().await;
         result
     });
-    let result = result.map_err(|error: ContractError| Failure::Misuse(error.to_string()))?;
-    crate::print_stdout(&result.to_json());
-    if let Some(error) = recorder.write_error() {
-        let path =
-            args.record.as_deref().map(|path| path.display().to_string()).unwrap_or_default();
-        return Err(Failure::Internal(format!("cannot write {path}: {error}")));
+    let mut result = result.map_err(|error: ContractError| Failure::Misuse(error.to_string()))?;
+    let paused = match checkpoint {
+        Some(file) => file.settle(&mut result)?,
+        None => None,
+    };
+    crate::print_stdout(paused.as_deref().unwrap_or(&result.to_json()));
+    written(recorder.write_error(), options.record.as_deref())?;
+    written(events.as_ref().and_then(EventLog::write_error), options.events.as_deref())?;
+    Ok(match (&paused, result.is_ok()) {
+        (Some(_), _) => ExitCode::from(4),
+        (None, true) => ExitCode::SUCCESS,
+        (None, false) => ExitCode::from(1),
+    })
+}
+
+/// The `--events` log (`-`: stderr), opened now.
+fn event_log(path: Option<&std::path::Path>) -> Result<Option<EventLog>, Failure> {
+    Ok(match path {
+        Some(path) if path.as_os_str() == "-" => Some(EventLog::writing(std::io::stderr())),
+        Some(path) => Some(EventLog::writing(
+            std::fs::File::create(path)
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
+        )),
+        None => None,
+    })
+}
+
+/// The run's event sink: the `--events` lines, and the record's line of each call the host
+/// denied (a denied call never reaches its binding, which records the others).
+fn audited(events: Option<&EventLog>, recorder: &Recorder) -> EventSink {
+    let lines = events.map(EventLog::sink);
+    let recorder = recorder.clone();
+    let asked: Mutex<HashMap<u64, ApprovalRequest>> = Mutex::default();
+    EventSink::new(move |event| {
+        if let Some(lines) = &lines {
+            lines.deliver(event);
+        }
+        if !recorder.is_on() {
+            return;
+        }
+        let mut asked = asked.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            RunEvent::ApprovalRequested { id, request } => {
+                asked.insert(id, request.clone());
+            }
+            RunEvent::ApprovalDecided { id, decision: Decision::Deny(reason), by } => {
+                if let Some(request) = asked.remove(&id) {
+                    let denied = BindingError::new(catalogue::denied(reason));
+                    let call = (request.namespace.as_str(), request.function.as_str());
+                    // A full record file cannot end the run from here; the line is dropped.
+                    let _ = recorder.denied(call, &request.args, &denied, by);
+                }
+            }
+            RunEvent::ApprovalDecided { id, .. } => {
+                asked.remove(&id);
+            }
+            _ => {}
+        }
+    })
+}
+
+/// A write error of an output file, as the command's internal failure.
+fn written(error: Option<String>, path: Option<&std::path::Path>) -> Result<(), Failure> {
+    match error {
+        Some(error) => {
+            let path = path.map(|path| path.display().to_string()).unwrap_or_default();
+            Err(Failure::Internal(format!("cannot write {path}: {error}")))
+        }
+        None => Ok(()),
     }
-    if let Some(error) = events.as_ref().and_then(EventLog::write_error) {
-        let path =
-            args.events.as_deref().map(|path| path.display().to_string()).unwrap_or_default();
-        return Err(Failure::Internal(format!("cannot write {path}: {error}")));
-    }
-    Ok(if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// The `--record` file's recorder (off without one), bounded by `--record-max-bytes`.
@@ -176,8 +276,8 @@ fn language(args: &Args, program_path: &str) -> Result<Language, Failure> {
 
 /// `--isolation`: TypeScript's isolates run in sandbox cells unless `thread` is asked for;
 /// Python always runs in a cell.
-fn isolation(args: &Args, language: Language) -> Result<Isolation, Failure> {
-    match (args.isolation.as_deref(), language) {
+fn isolation(isolation: Option<&str>, language: Language) -> Result<Isolation, Failure> {
+    match (isolation, language) {
         (None | Some("process"), _) => Ok(Isolation::Process),
         (Some("thread"), Language::TypeScript) => Ok(Isolation::Thread),
         (Some("thread"), _) => Err(Failure::Misuse(
@@ -230,7 +330,7 @@ pub(crate) fn provider(
 }
 
 /// Provider defaults, then the limits file, then the flags.
-fn limits(args: &Args) -> Result<Limits, Failure> {
+fn limits(args: &Options) -> Result<Limits, Failure> {
     let file = match &args.limits {
         Some(path) => LimitsFile::load(path)?,
         None => LimitsFile::default(),

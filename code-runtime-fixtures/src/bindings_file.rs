@@ -167,7 +167,13 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
             let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
             let (global, function) = (global.clone(), function.clone());
             async move {
-                let recording = recorder.start(&global, &function, &args);
+                let recording =
+                    recorder.start(&global, &function, &args).map(|recording| {
+                        match args.approved_by() {
+                            Some(by) => recording.approved("allow", by),
+                            None => recording,
+                        }
+                    });
                 let outcome = behaviour.call(args).await;
                 match recording.map(|recording| recording.finish(&outcome)) {
                     Some(Err(_full)) => Err(BindingError::output_exceeded()),

@@ -20,6 +20,16 @@ pub const MAX_DOCUMENT_BYTES: u64 = 16 << 20;
 /// A [`FixtureError`] naming the file: missing, not a regular file (a FIFO, a device such as
 /// `/dev/zero`, a directory), too large, or not UTF-8.
 pub fn read_text(path: &Path) -> Result<String, FixtureError> {
+    read_text_within(path, MAX_DOCUMENT_BYTES)
+}
+
+/// [`read_text`] with a bound of `max_bytes` (a checkpoint holds a run's logs and answers, so
+/// it may be larger than a document a person writes).
+///
+/// # Errors
+///
+/// As [`read_text`].
+pub fn read_text_within(path: &Path, max_bytes: u64) -> Result<String, FixtureError> {
     use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display();
     // Non-blocking, so that opening a FIFO does not wait for a writer; regular files ignore it.
@@ -34,26 +44,26 @@ pub fn read_text(path: &Path) -> Result<String, FixtureError> {
     if !metadata.is_file() {
         return Err(FixtureError::new(format!("{shown} is not a regular file")));
     }
-    read_bounded(file, &shown.to_string())
+    read_bounded(file, &shown.to_string(), max_bytes)
 }
 
-/// Reads at most [`MAX_DOCUMENT_BYTES`] of UTF-8 from `reader` (a file, or stdin), named `name`
-/// in errors.
+/// Reads at most `max_bytes` of UTF-8 from `reader` (a file, or stdin), named `name` in errors.
 ///
 /// # Errors
 ///
 /// As [`read_text`].
-pub(crate) fn read_bounded(reader: impl Read, name: &str) -> Result<String, FixtureError> {
+pub(crate) fn read_bounded(
+    reader: impl Read,
+    name: &str,
+    max_bytes: u64,
+) -> Result<String, FixtureError> {
     let mut bytes = Vec::new();
     reader
-        .take(MAX_DOCUMENT_BYTES + 1)
+        .take(max_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| FixtureError::new(format!("cannot read {name}: {error}")))?;
-    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
-        return Err(FixtureError::new(format!(
-            "{name} is larger than {} MiB",
-            MAX_DOCUMENT_BYTES >> 20
-        )));
+    if bytes.len() as u64 > max_bytes {
+        return Err(FixtureError::new(format!("{name} is larger than {} MiB", max_bytes >> 20)));
     }
     String::from_utf8(bytes).map_err(|_| FixtureError::new(format!("{name} is not UTF-8")))
 }
@@ -77,7 +87,7 @@ pub fn read_document(path: &Path) -> Result<JsonValue, FixtureError> {
 /// As [`read_text`].
 pub fn read_program(path: &str) -> Result<String, FixtureError> {
     if path == "-" {
-        return read_bounded(std::io::stdin().lock(), "stdin");
+        return read_bounded(std::io::stdin().lock(), "stdin", MAX_DOCUMENT_BYTES);
     }
     read_text(Path::new(path))
 }

@@ -5,13 +5,16 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use code_runtime::json;
-use code_runtime::{EventSink, RunEvent};
+use code_runtime::{Decision, EventSink, RunEvent};
 
 use crate::recorder::milliseconds;
 
 /// The `--events` line of one event (CLI.md):
 /// `{"event":"log","line":S}`, `{"event":"call","id":N,"namespace":S,"function":S,"args":V}`,
-/// `{"event":"settled","id":N,"ok":true|"error":S,"durationMs":F}`, `{"event":"end","kind":K|null}`.
+/// `{"event":"settled","id":N,"ok":true|"error":S,"durationMs":F}`,
+/// `{"event":"approval","id":N,"call":N,"namespace":S,"function":S,"args":V}` (a call waits for a
+/// decision), `{"event":"decided","id":N,"decision":"allow"|"deny"|"pause","reason"?:S,"by":S}`,
+/// `{"event":"end","kind":K|null}`.
 /// Encoded without recursion.
 pub fn event_line(event: &RunEvent<'_>) -> String {
     match *event {
@@ -34,6 +37,28 @@ pub fn event_line(event: &RunEvent<'_>) -> String {
             format!(
                 "{{\"event\":\"settled\",\"id\":{id},{outcome},\"durationMs\":{}}}",
                 milliseconds(duration)
+            )
+        }
+        RunEvent::ApprovalRequested { id, request } => {
+            let mut line = format!(
+                "{{\"event\":\"approval\",\"id\":{id},\"call\":{},\"namespace\":{},\"function\":{},\"args\":",
+                request.call,
+                json::quote(&request.namespace),
+                json::quote(&request.function)
+            );
+            json::encode_into(&request.args, &mut line);
+            line.push('}');
+            line
+        }
+        RunEvent::ApprovalDecided { id, decision, by } => {
+            let reason = match decision {
+                Decision::Deny(reason) => format!(",\"reason\":{}", json::quote(reason)),
+                _ => String::new(),
+            };
+            format!(
+                "{{\"event\":\"decided\",\"id\":{id},\"decision\":{}{reason},\"by\":{}}}",
+                json::quote(decision.as_str()),
+                json::quote(by)
             )
         }
         RunEvent::End { kind } => {

@@ -22,7 +22,9 @@ mod recorder;
 
 pub use crate::bindings_file::{BindingsFile, bindings_from_json, load_bindings};
 pub use crate::command::max_concurrent_commands;
-pub use crate::document::{MAX_DOCUMENT_BYTES, read_document, read_program, read_text};
+pub use crate::document::{
+    MAX_DOCUMENT_BYTES, read_document, read_program, read_text, read_text_within,
+};
 pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
 pub use crate::recorder::{CallRecord, DEFAULT_RECORD_BYTES, RecordFull, Recorder, Recording};

@@ -27,14 +27,20 @@ pub struct CallRecord {
     pub started: Duration,
     /// How long it took.
     pub duration: Duration,
+    /// The decision on a call that needed approval, and who made it.
+    pub approval: Option<(String, String)>,
 }
 
 impl CallRecord {
     /// The `--record` line of CLI.md:
     /// `{"namespace","function","args","ok"|"error","startedMs","durationMs"}` (a rejection's data
-    /// follows as `"data"` when there is any).
+    /// follows as `"data"` when there is any; a call that needed approval has
+    /// `"approval": {"decision", "by"}` after its arguments).
     pub fn to_json_line(&self) -> String {
         let mut line = head(&self.namespace, &self.function, &self.args);
+        if let Some((decision, by)) = &self.approval {
+            approval(&mut line, decision, by);
+        }
         let outcome = match &self.outcome {
             Ok(value) => Ok(value),
             Err((message, data)) => Err((message.as_str(), data.as_ref())),
@@ -53,6 +59,15 @@ fn head(namespace: &str, function: &str, args: &JsonValue) -> String {
     );
     json::encode_into(args, &mut line);
     line
+}
+
+/// `,"approval":{"decision":..,"by":..}`: the audit of a call that needed approval.
+fn approval(line: &mut String, decision: &str, by: &str) {
+    line.push_str(&format!(
+        ",\"approval\":{{\"decision\":{},\"by\":{}}}",
+        json::quote(decision),
+        json::quote(by)
+    ));
 }
 
 /// The rest of a line, once the call settled.
@@ -139,6 +154,7 @@ pub struct Recording {
     started: Instant,
     /// A writing recorder's line so far; a keeping one's copy of the argument.
     part: Part,
+    approval: Option<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -204,7 +220,25 @@ impl Recorder {
             function: function.to_owned(),
             started: Instant::now(),
             part,
+            approval: None,
         })
+    }
+
+    /// Records a call the host denied (it never ran): its line has the denial as its `error`
+    /// and the decision with who made it.
+    ///
+    /// # Errors
+    ///
+    /// [`RecordFull`], as [`Recording::finish`].
+    pub fn denied(
+        &self,
+        (namespace, function): (&str, &str),
+        args: &Value,
+        rejection: &BindingError,
+        by: &str,
+    ) -> Result<(), RecordFull> {
+        let Some(recording) = self.start(namespace, function, args) else { return Ok(()) };
+        recording.approved("deny", by).finish(&Err(rejection.clone()))
     }
 
     /// The calls recorded so far by a [`keeping`](Recorder::keeping) recorder, in the order
@@ -227,6 +261,16 @@ impl Recorder {
 }
 
 impl Recording {
+    /// Notes the decision on a call that needed approval, and who made it.
+    #[must_use]
+    pub fn approved(mut self, decision: &str, by: &str) -> Self {
+        if let Part::Line(line) = &mut self.part {
+            approval(line, decision, by);
+        }
+        self.approval = Some((decision.to_owned(), by.to_owned()));
+        self
+    }
+
     /// Records how the call settled.
     ///
     /// # Errors
@@ -245,7 +289,16 @@ impl Recording {
                     Err(error) => Err((error.message().to_owned(), error.data().cloned())),
                 };
                 let (namespace, function) = (self.namespace, self.function);
-                records.push(CallRecord { namespace, function, args, outcome, started, duration });
+                let approval = self.approval;
+                records.push(CallRecord {
+                    namespace,
+                    function,
+                    args,
+                    outcome,
+                    started,
+                    duration,
+                    approval,
+                });
                 Ok(())
             }
             (Place::Written { sink, written, max_bytes, full, error }, Part::Line(mut line)) => {

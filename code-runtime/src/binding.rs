@@ -318,18 +318,31 @@ pub struct BindingArgs {
     value: JsonValue,
     /// The host memory the value is charged to for its run, released when it drops.
     _held: Option<Held>,
+    /// Who approved the call, when its function needs approval.
+    approved_by: Option<String>,
 }
 
 impl BindingArgs {
     /// Wraps `value`.
     pub fn new(value: JsonValue) -> Self {
-        Self { value, _held: None }
+        Self { value, _held: None, approved_by: None }
     }
 
     /// Wraps `value`, which `held` charges to its run's host memory until the arguments drop
     /// (or the value is taken out): for providers, which make a call's value on the host.
     pub fn held(value: JsonValue, held: Held) -> Self {
-        Self { value, _held: Some(held) }
+        Self { value, _held: Some(held), approved_by: None }
+    }
+
+    /// Who approved this call, when its function needs approval
+    /// ([`BindingFunction::approval`]): the approver's [`name`](crate::Approver::name), or
+    /// `"resume"` for a decision a resume brought. For the host's own audit trail.
+    pub fn approved_by(&self) -> Option<&str> {
+        self.approved_by.as_deref()
+    }
+
+    pub(crate) fn approve(&mut self, by: &str) {
+        self.approved_by = Some(by.to_owned());
     }
 
     /// The value itself.

@@ -2,6 +2,7 @@
 //! the approver's answers as they come, each within the request's timeout.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
@@ -11,6 +12,7 @@ use futures::{FutureExt, StreamExt};
 use crate::approval::{ApprovalRequest, Decision};
 use crate::binding::BindingArgs;
 use crate::json::{self, JsonValue};
+use crate::memory::{HostMemory, OverBudget};
 use crate::provider::{CallId, FunctionId, catalogue, reactor};
 use crate::request::Approvals;
 
@@ -35,6 +37,8 @@ pub(crate) struct Verdict {
 /// The calls of one run that wait for a decision, and the decisions on their way.
 pub(crate) struct Approving {
     approvals: Option<Approvals>,
+    /// The run's host memory, which holds the approver's copy of each argument too.
+    memory: HostMemory,
     waiting: HashMap<CallId, Asked>,
     answers: FuturesUnordered<BoxFuture<'static, Verdict>>,
     /// How many calls were asked about, for the run's span.
@@ -42,8 +46,14 @@ pub(crate) struct Approving {
 }
 
 impl Approving {
-    pub(crate) fn new(approvals: Option<Approvals>) -> Self {
-        Self { approvals, waiting: HashMap::new(), answers: FuturesUnordered::new(), asked: 0 }
+    pub(crate) fn new(approvals: Option<Approvals>, memory: HostMemory) -> Self {
+        Self {
+            approvals,
+            memory,
+            waiting: HashMap::new(),
+            answers: FuturesUnordered::new(),
+            asked: 0,
+        }
     }
 
     /// Whether no call waits.
@@ -59,12 +69,17 @@ impl Approving {
     /// Asks about call `id` of `namespace.function`, the program's `number`th: the answer comes
     /// from [`poll_answer`](Approving::poll_answer). Without an approver it comes at once, a
     /// denial (`no approver`).
+    ///
+    /// # Errors
+    ///
+    /// The run's host memory cannot hold the approver's copy of the argument.
     pub(crate) fn ask(
         &mut self,
         id: CallId,
         (namespace, function_name): (&str, &str),
         asked: Asked,
-    ) -> ApprovalRequest {
+    ) -> Result<ApprovalRequest, OverBudget> {
+        let held = self.memory.hold(json::held_bytes(&asked.args))?;
         self.asked += 1;
         let args: JsonValue = (*asked.args).clone();
         let call = format!("{namespace}.{function_name}({})", json::encode(&args));
@@ -80,7 +95,7 @@ impl Approving {
             let answer =
                 Verdict { id, decision: Decision::deny(catalogue::NO_APPROVER), by: "none".into() };
             self.answers.push(Box::pin(std::future::ready(answer)));
-            return request;
+            return Ok(request);
         };
         let approver = approvals.approver.clone();
         let can_pause = approvals.can_pause();
@@ -88,13 +103,20 @@ impl Approving {
         let deadline = reactor::enter(|| tokio::time::sleep(approvals.timeout));
         let asking = request.clone();
         let answer = async move {
+            let _held = held;
             let by = approver.name().to_owned();
-            let decide = reactor::in_some_runtime(approver.decide(&asking));
+            // The approver is the host's code: a panic in it denies the call, as a panic in a
+            // binding rejects it, and the host hears of it.
+            let decide = AssertUnwindSafe(approver.decide(&asking)).catch_unwind();
             tokio::select! {
-                decision = decide => {
+                decision = reactor::in_some_runtime(decide) => {
                     let decision = match decision {
-                        Decision::Pause if !can_pause => Decision::deny(catalogue::CANNOT_PAUSE),
-                        decision => decision,
+                        Ok(Decision::Pause) if !can_pause => Decision::deny(catalogue::CANNOT_PAUSE),
+                        Ok(decision) => decision,
+                        Err(_) => {
+                            tracing::error!(approver = %by, call = asking.call, "approver panicked");
+                            Decision::deny(catalogue::APPROVER_FAILED)
+                        }
                     };
                     Verdict { id, decision, by }
                 }
@@ -104,7 +126,7 @@ impl Approving {
             }
         };
         self.answers.push(answer.boxed());
-        request
+        Ok(request)
     }
 
     /// The next decision, with the call it decides.

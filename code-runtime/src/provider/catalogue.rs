@@ -208,6 +208,9 @@ pub const NO_APPROVER: &str = "no approver";
 /// The reason of a denial when the approver did not decide within its timeout.
 pub const NO_DECISION: &str = "no decision";
 
+/// The reason of a denial when the approver panicked.
+pub const APPROVER_FAILED: &str = "the approver failed";
+
 /// The reason of a denial when the approver paused a run that has no checkpoint key.
 pub const CANNOT_PAUSE: &str = "this run cannot pause";
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
@@ -366,20 +366,10 @@ impl<P: Provider> Host<P> {
             if signal.is_cancelled() {
                 return ledger.settle(Ending::Stopped(StopReason::Cancelled));
             }
-            let deadline = started + Duration::from_millis(limits.max_wall_ms);
-            let wall = match reactor::handle() {
-                Ok(reactor) => {
-                    let _context = reactor.enter();
-                    Box::pin(tokio::time::sleep_until(deadline))
-                }
+            let disposed = self.gate.disposed().clone();
+            let mut stops = match Stops::new(signal, disposed, started, limits) {
+                Ok(stops) => stops,
                 Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
-            };
-            let mut stops = Stops {
-                cancelled: Box::pin(signal.cancelled_owned()),
-                disposed: Box::pin(self.gate.disposed().clone().cancelled_owned()),
-                wall,
-                limits,
-                held_since: None,
             };
             if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
                 return ledger.settle(Ending::Stopped(reason));
@@ -409,7 +399,13 @@ impl<P: Provider> Host<P> {
             };
             let running = Running { substrate: Some(substrate), permit: Some(permit), dispatch };
             let calls = Calls::new(table, &limits, report.span().clone());
-            let board = Switchboard::new(calls, Approving::new(approvals), journal, key, &limits);
+            let board = Switchboard::new(
+                calls,
+                Approving::new(approvals, memory.clone()),
+                journal,
+                key,
+                &limits,
+            );
             let output = Output { ledger, memory };
             drive(running, board, output, stops, &mut report).await
         }
@@ -432,6 +428,29 @@ struct Stops {
 }
 
 impl Stops {
+    /// The stops of a run that started at `started` under `limits`; `Err` when the reactor that
+    /// keeps the wall clock cannot start.
+    fn new(
+        signal: CancellationToken,
+        disposed: CancellationToken,
+        started: Instant,
+        limits: Limits,
+    ) -> Result<Self, &'static str> {
+        let deadline = started + Duration::from_millis(limits.max_wall_ms);
+        let reactor = reactor::handle()?;
+        let wall = {
+            let _context = reactor.enter();
+            Box::pin(tokio::time::sleep_until(deadline))
+        };
+        Ok(Self {
+            cancelled: Box::pin(signal.cancelled_owned()),
+            disposed: Box::pin(disposed.cancelled_owned()),
+            wall,
+            limits,
+            held_since: None,
+        })
+    }
+
     /// Runs `work` until it completes (`None`) or a stop comes first (`Some(reason)`).
     async fn first(&mut self, work: impl Future<Output = ()>) -> Option<StopReason> {
         let wall_runs = self.held_since.is_none();

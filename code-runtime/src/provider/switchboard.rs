@@ -62,11 +62,12 @@ impl Switchboard {
         function: FunctionId,
         args: BindingArgs,
     ) -> Turn {
-        self.made += 1;
         let Some(names) = self.calls.table().names(function) else {
             // A substrate only names functions it was given; answer a stray id anyway.
             return self.stray(substrate, report, id, &format!("#{}", function.index()));
         };
+        // The same numbering as the journal's: strays are not numbered.
+        self.made += 1;
         report.call(id, names, &args);
         let course = match &mut self.journal {
             None => Course::Live,
@@ -91,6 +92,8 @@ impl Switchboard {
                 match decision {
                     Ok(()) => {
                         report.decided(id, &Decision::Allow, "resume");
+                        let mut args = args;
+                        args.approve("resume");
                         self.calls.begin(id, function, args);
                         Turn::Continue
                     }
@@ -121,8 +124,10 @@ impl Switchboard {
         match table.names(function) {
             Some(names) if table.needs_approval(function, &args) => {
                 let asked = Asked { number: self.made, function, args };
-                let request = self.approving.ask(id, names, asked);
-                report.approval_requested(id, &request);
+                match self.approving.ask(id, names, asked) {
+                    Ok(request) => report.approval_requested(id, &request),
+                    Err(_) => return self.over_memory(),
+                }
             }
             _ => self.calls.begin(id, function, args),
         }
@@ -175,7 +180,9 @@ impl Switchboard {
         report.decided(id, &decision, &by);
         match decision {
             Decision::Allow => {
-                self.calls.begin(id, asked.function, asked.args);
+                let mut args = asked.args;
+                args.approve(&by);
+                self.calls.begin(id, asked.function, args);
                 Turn::Continue
             }
             Decision::Deny(reason) => {

@@ -451,3 +451,22 @@ fn approvals_are_events_naming_who_decided() {
         );
     });
 }
+
+#[test]
+fn an_approver_that_panics_denies_the_call_and_the_host_lives_on() {
+    tokio().block_on(async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let approvals = Approvals::new(approver_fn(|_request| async {
+            panic!("the approver's own bug");
+        }));
+        let request = CodeRunRequest::new("p").binding(tools(&calls)).approvals(approvals);
+        let result = run_with(Limits::default(), request, |mut script| async move {
+            script.events.send(call(1, 1, JsonValue::Null)).unwrap();
+            assert_eq!(answered(&mut script).await, (1, Err("denied: the approver failed".into())));
+            script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
+        })
+        .await;
+        assert!(result.is_ok());
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    });
+}
