@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod approval;
 mod hostile;
 mod mcp;
 
@@ -407,6 +408,12 @@ fn help_documents_every_flag() {
         "--max-calls",
         "--max-pending-calls",
         "--isolation",
+        "--approvals",
+        "--checkpoint",
+        "--checkpoint-key",
+        "resume",
+        "--allow",
+        "--deny",
         "--quick",
         "describe",
         "--json",
@@ -422,6 +429,7 @@ fn every_subcommand_has_its_help() {
         (&["run", "--help"][..], &["--bindings", "--limits", "--isolation", "--events"][..]),
         (&["run", "-h"], &["--max-pending-calls", "--record-max-bytes"]),
         (&["help", "run"], &["--timeout-ms"]),
+        (&["resume", "--help"], &["--allow", "--deny", "--bindings", "--approvals"]),
         (&["bench", "--help"], &["--quick", "--json", "--language"]),
         (&["describe", "--help"], &["--bindings", "--language"]),
         (&["mcp", "--help"], &["--config", "--http", "--record"]),
