@@ -1,6 +1,7 @@
 //! `code-runtime mcp`: code mode for any MCP client over any MCP servers (DESIGN.md §12). The
 //! upstream servers' tools become binding namespaces, and the client gets `run_code`.
 
+mod approval;
 mod config;
 mod server;
 mod upstream;
@@ -18,15 +19,18 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::Failure;
+use crate::mcp::approval::Fallback;
 use crate::mcp::config::McpConfig;
-use crate::mcp::server::{Catalogue, CodeModeServer, Runtimes};
+use crate::mcp::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes};
 use crate::mcp::upstream::Upstream;
 
 /// `code-runtime mcp`'s options (CLI.md).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// JSON {"servers": {"ns": {"command": [..], "env": {..}} | {"url": ".."}}, "bindings",
-    /// "languages", "limits"}: each upstream MCP server's tools become the namespace "ns".
+    /// "languages", "limits", "approvalFallback"}: each upstream MCP server's tools become the
+    /// namespace "ns"; a server may add "approval": "none" | "destructive" (the default) | "all"
+    /// | [names or globs], the tools whose calls the client's user approves.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address such as
@@ -84,7 +88,14 @@ async fn serve(
     let catalogue = Catalogue { namespaces, values: file.values, call_tool: file.call_tool };
     let outcome = async {
         let runtimes = runtimes(&config)?;
-        let server = CodeModeServer::new(catalogue, runtimes.clone());
+        // A server that pauses runs signs their checkpoints; any replica with the same key
+        // (`$CODE_RUNTIME_CHECKPOINT_KEY`) resumes them.
+        let pausing = match config.approval_fallback {
+            Fallback::Pause => Some(crate::approvals::checkpoint_key(None)?),
+            Fallback::Deny => None,
+        };
+        let approvals = ApprovalSetup { fallback: config.approval_fallback, key: pausing };
+        let server = CodeModeServer::new(catalogue, runtimes.clone(), approvals);
         let served = match server {
             Ok(server) => {
                 // Serving: what the upstream servers say on stderr is ours to pass on now.

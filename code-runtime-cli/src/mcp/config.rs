@@ -7,6 +7,8 @@ use std::time::Duration;
 use code_runtime::json::{self, JsonValue};
 use code_runtime::{Language, Limits};
 use code_runtime_fixtures::{LimitsFile, read_document};
+
+use crate::mcp::approval::{Fallback, Policy};
 use indexmap::IndexMap;
 
 /// The config, as read and checked.
@@ -19,6 +21,9 @@ pub(crate) struct McpConfig {
     /// `typescript`, `python`, or both (the default), in the order the config gives.
     pub(crate) languages: Vec<Language>,
     pub(crate) limits: Limits,
+    /// `approvalFallback`: what a call that needs approval gets when the client cannot ask its
+    /// user (it has no elicitation).
+    pub(crate) approval_fallback: Fallback,
 }
 
 /// One upstream MCP server: how to reach it, and how long one of its calls may take.
@@ -28,6 +33,8 @@ pub(crate) struct Server {
     /// `timeoutMs`: a call that gets no answer in this time rejects (and is cancelled upstream),
     /// whatever kept it: a stuck server, or an answer too malformed to read.
     pub(crate) call_timeout: Duration,
+    /// `approval`: which of its tools' calls need the user's approval.
+    pub(crate) approval: Policy,
 }
 
 /// How to reach a server.
@@ -62,15 +69,17 @@ impl McpConfig {
         let invalid = |why: String| format!("{origin}: {why}");
         let object =
             document.as_object().ok_or_else(|| invalid("expected a JSON object".into()))?;
-        if let Some(key) = object
-            .keys()
-            .find(|key| !["servers", "bindings", "languages", "limits"].contains(&key.as_str()))
-        {
-            return Err(invalid(format!(
-                "unknown key {} (servers, bindings, languages, limits)",
-                json::quote(key)
-            )));
+        const KEYS: [&str; 5] = ["servers", "bindings", "languages", "limits", "approvalFallback"];
+        if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
+            return Err(invalid(format!("unknown key {} ({})", json::quote(key), KEYS.join(", "))));
         }
+        let approval_fallback = match object.get("approvalFallback").map(JsonValue::as_str) {
+            None | Some(Some("deny")) => Fallback::Deny,
+            Some(Some("pause")) => Fallback::Pause,
+            Some(_) => {
+                return Err(invalid("approvalFallback must be \"deny\" or \"pause\"".into()));
+            }
+        };
         let servers = match object.get("servers") {
             None => IndexMap::new(),
             Some(JsonValue::Object(servers)) => servers
@@ -125,7 +134,7 @@ impl McpConfig {
             let error = error.to_string();
             invalid(error.strip_prefix("code-runtime: ").unwrap_or(&error).to_owned())
         })?;
-        Ok(Self { servers, bindings, languages, limits })
+        Ok(Self { servers, bindings, languages, limits, approval_fallback })
     }
 }
 
@@ -139,9 +148,13 @@ impl Server {
                 ms.as_u64().filter(|ms| *ms > 0).ok_or("timeoutMs must be a positive integer")?,
             ),
         };
+        let approval = match object.get("approval") {
+            None => Policy::Destructive,
+            Some(policy) => Policy::from_json(policy)?,
+        };
         let allowed: &[&str] = match (object.get("command"), object.get("url")) {
-            (Some(_), None) => &["command", "env", "timeoutMs"],
-            (None, Some(_)) => &["url", "timeoutMs"],
+            (Some(_), None) => &["command", "env", "timeoutMs", "approval"],
+            (None, Some(_)) => &["url", "timeoutMs", "approval"],
             _ => {
                 return Err(
                     "expected exactly one of command (an array) or url (a string)".to_owned()
@@ -182,6 +195,6 @@ impl Server {
             }
             (None, None) => unreachable!("refused above"),
         };
-        Ok(Self { reach, call_timeout })
+        Ok(Self { reach, call_timeout, approval })
     }
 }

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use code_runtime::json;
 use code_runtime::json::JsonValue;
 use code_runtime::{
-    CodeBindingNamespace, CodeRunRequest, CodeRuntime, EventSink, Language, RunEvent,
-    describe_request,
+    Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRuntime,
+    ContractError, Decisions, EventSink, Language, RunEvent, describe_request,
 };
 use indexmap::IndexMap;
 use rmcp::model::{
@@ -22,6 +22,8 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use crate::mcp::approval::{ClientApprover, Fallback};
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -38,6 +40,13 @@ const LOG_NOTIFICATIONS: usize = 1000;
 
 /// The providers a server runs programs on, by language, in the config's order.
 pub(crate) type Runtimes = Vec<(Language, Arc<dyn CodeRuntime>)>;
+
+/// How the server's runs are approved: the fallback for a client without elicitation, and the
+/// key that signs a paused run's checkpoint (with the `pause` fallback).
+pub(crate) struct ApprovalSetup {
+    pub(crate) fallback: Fallback,
+    pub(crate) key: Option<CheckpointKey>,
+}
 
 /// What every run's program sees.
 pub(crate) struct Catalogue {
@@ -73,6 +82,7 @@ struct Inner {
     tools: Vec<Tool>,
     /// The lowest level of log notification the client asked for (`logging/setLevel`).
     level: AtomicU8,
+    approval: ApprovalSetup,
 }
 
 impl CodeModeServer {
@@ -81,7 +91,11 @@ impl CodeModeServer {
     /// # Errors
     ///
     /// The contract error of a catalogue no run would accept.
-    pub(crate) fn new(catalogue: Catalogue, runtimes: Runtimes) -> Result<Self, String> {
+    pub(crate) fn new(
+        catalogue: Catalogue,
+        runtimes: Runtimes,
+        approval: ApprovalSetup,
+    ) -> Result<Self, String> {
         let mut declarations = Vec::new();
         for (language, _) in &runtimes {
             let text = describe_request(&catalogue.request(String::new()), language)
@@ -89,16 +103,21 @@ impl CodeModeServer {
             declarations.push((language.as_str().to_owned(), text));
         }
         let languages: Vec<&str> = runtimes.iter().map(|(language, _)| language.as_str()).collect();
-        let tools = vec![
-            run_code_tool(&catalogue, &languages, &declarations),
+        let pausing = approval.fallback == Fallback::Pause;
+        let mut tools = vec![
+            run_code_tool(&catalogue, &languages, &declarations, pausing),
             search_tools_tool(),
             describe_tools_tool(&languages),
         ];
+        if pausing {
+            tools.push(resume_run_tool());
+        }
         let inner = Inner {
             catalogue,
             runtimes,
             tools,
             level: AtomicU8::new(level_rank(LoggingLevel::Debug)),
+            approval,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -113,6 +132,44 @@ impl CodeModeServer {
             .and_then(serde_json::Value::as_str)
             .ok_or_else(|| ErrorData::invalid_params("run_code needs \"code\", a string", None))?;
         let runtime = self.runtime(arguments.get("language"))?;
+        let request = self.inner.catalogue.request(code.to_owned());
+        self.execute(runtime, request, context).await
+    }
+
+    /// `resume_run {checkpoint, allow?, deny?}`: a paused run continued with the client's
+    /// decisions; a checkpoint this server (or a replica with its key) did not sign is refused.
+    async fn resume_run(
+        &self,
+        arguments: &JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let invalid = |why: String| ErrorData::invalid_params(why, None);
+        let checkpoint = match arguments.get("checkpoint") {
+            Some(serde_json::Value::String(text)) => Checkpoint::from_json(text),
+            Some(object @ serde_json::Value::Object(_)) => {
+                Checkpoint::from_json(&json::encode(&JsonValue::from(object)))
+            }
+            _ => return Err(invalid("resume_run needs \"checkpoint\", the paused run's".into())),
+        }
+        .map_err(|error| invalid(error.to_string()))?;
+        let decisions = decisions(arguments).map_err(invalid)?;
+        let language = checkpoint.language().map(|language| serde_json::json!(language));
+        let runtime = self.runtime(language.as_ref())?;
+        let request = CodeRunRequest {
+            resume: CodeRunRequest::resuming(checkpoint, decisions).resume,
+            ..self.inner.catalogue.request(String::new())
+        };
+        self.execute(runtime, request, context).await
+    }
+
+    /// Runs `request` on `runtime`: its logs go out as notifications, its calls that need
+    /// approval to the client's user, and its result back as the tool's.
+    async fn execute(
+        &self,
+        runtime: Arc<dyn CodeRuntime>,
+        request: CodeRunRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
         // Logs go out as notifications, in order, each before the result: the sink only queues
         // them (it runs inside the host loop), this task sends them, and the result waits for
         // the end of the queue.
@@ -147,10 +204,16 @@ impl CodeModeServer {
             })
         };
         // The client's `notifications/cancelled` cancels `context.ct`: the run ends as `abort`.
+        let setup = &self.inner.approval;
+        let approvals = Approvals::new(ClientApprover::new(context.peer.clone(), setup.fallback));
         let request = CodeRunRequest {
             signal: Some(context.ct.child_token()),
             events: Some(sink),
-            ..self.inner.catalogue.request(code.to_owned())
+            approvals: Some(match &setup.key {
+                Some(key) => approvals.checkpoint_key(key.clone()),
+                None => approvals,
+            }),
+            ..request
         };
         let result = runtime.run(request).await;
         let printed = lines.load(Ordering::Relaxed);
@@ -162,12 +225,21 @@ impl CodeModeServer {
         }
         let _ = queue.send(None);
         let _ = sending.await;
-        let result = result.map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let result = match result {
+            Ok(result) => result,
+            // A checkpoint refused is the model's to read (it may have edited what it handed
+            // back): a failed tool result, not a protocol error.
+            Err(error @ ContractError::Checkpoint(_)) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]));
+            }
+            Err(error) => return Err(ErrorData::invalid_params(error.to_string(), None)),
+        };
         let text = result.to_json();
         // rmcp writes `structuredContent` with serde, one call per level: a value deeper than
         // the serde depth comes back as text only.
         let structured = json::parse(&text).ok().and_then(|value| value.to_serde_json().ok());
-        let mut reply = if result.is_ok() {
+        // A paused run did not fail: its result carries the checkpoint `resume_run` takes.
+        let mut reply = if result.is_ok() || result.paused().is_some() {
             CallToolResult::success(vec![ContentBlock::text(text)])
         } else {
             CallToolResult::error(vec![ContentBlock::text(text)])
@@ -341,6 +413,9 @@ impl ServerHandler for CodeModeServer {
         let arguments = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
             "run_code" => self.run_code(&arguments, context).await,
+            "resume_run" if self.inner.approval.fallback == Fallback::Pause => {
+                self.resume_run(&arguments, context).await
+            }
             "search_tools" => self.search_tools(&arguments),
             "describe_tools" => self.describe_tools(&arguments),
             other => Err(ErrorData::invalid_params(
@@ -380,6 +455,7 @@ fn run_code_tool(
     catalogue: &Catalogue,
     languages: &[&str],
     declarations: &[(String, String)],
+    pausing: bool,
 ) -> Tool {
     let mut description = format!(
         "Runs one program in a sandbox, in {}. The program is the body of an async function: it \
@@ -389,6 +465,14 @@ fn run_code_tool(
          {{\"logs\": [...], \"value\": ...}} or {{\"logs\": [...], \"error\": {{\"kind\", \"message\"}}}}.",
         languages.join(" or ")
     );
+    if pausing {
+        description.push_str(
+            " A call that needs the user's approval may pause the run: the result is then \
+             {\"logs\": [...], \"paused\": {\"pending\": [{\"id\", \"namespace\", \"function\", \"args\"}], \
+             \"checkpoint\": {...}}}; ask the user, then call resume_run with the checkpoint and \
+             the ids to allow or deny.",
+        );
+    }
     // Each language's declarations while they fit, in the config's order; the rest are a
     // describe_tools call away.
     let mut room = DESCRIPTION_BUDGET;
@@ -427,6 +511,58 @@ fn run_code_tool(
         "required": ["code"],
     });
     Tool::new("run_code", description, object(schema))
+}
+
+fn resume_run_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came." },
+            "allow": { "type": "array", "items": { "type": "integer" }, "description": "Ids of pending calls the user allows." },
+            "deny": {
+                "type": "array",
+                "items": { "type": "object", "properties": { "id": { "type": "integer" }, "reason": { "type": "string" } }, "required": ["id"] },
+                "description": "Pending calls the user denies, each with an optional reason the program sees.",
+            },
+        },
+        "required": ["checkpoint"],
+    });
+    Tool::new(
+        "resume_run",
+        "Continues a run that paused for the user's approval: the program runs again from its \
+         start, the calls it made before are answered as they were, the decisions apply to its \
+         pending calls, and it goes on. The result is as run_code's.",
+        object(schema),
+    )
+}
+
+/// `allow` and `deny` of `resume_run` as decisions.
+fn decisions(arguments: &JsonObject) -> Result<Decisions, String> {
+    let mut decisions = Decisions::new();
+    let ids = |key: &str| match arguments.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => Ok(items.clone()),
+        Some(_) => Err(format!("resume_run's {key} must be an array")),
+    };
+    for item in ids("allow")? {
+        let id = item.as_u64().ok_or("resume_run's allow holds call ids (integers)")?;
+        decisions = decisions.allow(id);
+    }
+    for item in ids("deny")? {
+        let (id, reason) = match &item {
+            serde_json::Value::Object(entry) => (
+                entry.get("id").and_then(serde_json::Value::as_u64),
+                entry
+                    .get("reason")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("denied by the user"),
+            ),
+            other => (other.as_u64(), "denied by the user"),
+        };
+        let id = id.ok_or("resume_run's deny holds call ids or {id, reason}")?;
+        decisions = decisions.deny(id, reason);
+    }
+    Ok(decisions)
 }
 
 fn search_tools_tool() -> Tool {

@@ -7,7 +7,9 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding};
+use code_runtime::{
+    ApprovalRule, BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding,
+};
 use code_runtime_fixtures::Recorder;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::RunningService;
@@ -120,6 +122,9 @@ impl Upstream {
         if let Some(output) = &tool.output_schema {
             function =
                 function.output(JsonValue::from(&serde_json::Value::Object((**output).clone())));
+        }
+        if self.server.approval.covers(tool) {
+            function = function.approval(ApprovalRule::Always);
         }
         function
     }

@@ -45,6 +45,24 @@ fn the_python_sdk_drives_code_mode_over_streamable_http() {
 }
 
 #[test]
+fn calls_that_need_approval_ask_the_clients_user_or_pause() {
+    let python = root().join("mcp-peers/.venv/bin/python");
+    assert!(python.exists(), "mcp-peers/ is not installed: `cargo xtask test` installs it");
+    #[expect(clippy::disallowed_methods, reason = "the pinned MCP client under test")]
+    let output = Command::new(python)
+        .arg(root().join("code-runtime-cli/tests/mcp/approvals.py"))
+        .arg(env!("CARGO_BIN_EXE_code-runtime"))
+        .output()
+        .expect("the approvals script runs");
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success() && shown.contains("all approval checks passed"), "{shown}");
+}
+
+#[test]
 fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let scratch = Scratch::new("mcp-config");
     let server_everything =

@@ -47,8 +47,9 @@ async def direct():
 
 async def program():
     scratch = peers.scratch_dir()
-    config = peers.write_config(scratch, {"everything": {"command": peers.everything_command()}},
-                                languages=["typescript"])
+    # The overhead of code mode, not of approvals: no call needs one.
+    everything = {"command": peers.everything_command(), "approval": "none"}
+    config = peers.write_config(scratch, {"everything": everything}, languages=["typescript"])
     async with peers.session(BINARY, config, "stdio") as client:
         async def once():
             result = await client.call_tool("run_code", {"code": PROGRAM})

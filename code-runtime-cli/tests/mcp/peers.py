@@ -68,8 +68,8 @@ def everything_over_http():
         process.wait(10)
 
 
-def write_config(scratch, servers, limits=None, languages=None):
-    config = {"servers": servers}
+def write_config(scratch, servers, limits=None, languages=None, extra=None):
+    config = {"servers": servers, **(extra or {})}
     if limits:
         config["limits"] = limits
     if languages:
@@ -81,18 +81,27 @@ def write_config(scratch, servers, limits=None, languages=None):
 
 
 @contextlib.asynccontextmanager
-async def session(binary, config, transport, logs=None, extra=()):
+async def session(binary, config, transport, logs=None, extra=(), elicitation=None, env=None):
     """A `ClientSession` with `code-runtime mcp --config CONFIG [EXTRA...]`, over `transport`
-    ("stdio" or "http"). Log notifications are appended to `logs`."""
+    ("stdio" or "http"). Log notifications are appended to `logs`; `elicitation`, when given, is
+    the client's elicitation callback (the client then declares the capability); `env` adds to
+    the server's environment (stdio)."""
 
     async def on_log(params):
         if logs is not None:
             logs.append(params.data)
 
+    callbacks = {"logging_callback": on_log}
+    if elicitation is not None:
+        callbacks["elicitation_callback"] = elicitation
     if transport == "stdio":
-        params = StdioServerParameters(command=binary, args=["mcp", "--config", config, *extra])
+        params = StdioServerParameters(
+            command=binary,
+            args=["mcp", "--config", config, *extra],
+            env={**os.environ, **env} if env else None,
+        )
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, logging_callback=on_log) as client:
+            async with ClientSession(read, write, **callbacks) as client:
                 await client.initialize()
                 yield client
         return
@@ -104,7 +113,7 @@ async def session(binary, config, transport, logs=None, extra=()):
     try:
         url = await _announced_url(process)
         async with streamable_http_client(url) as (read, write, *_):
-            async with ClientSession(read, write, logging_callback=on_log) as client:
+            async with ClientSession(read, write, **callbacks) as client:
                 await client.initialize()
                 yield client
     finally:

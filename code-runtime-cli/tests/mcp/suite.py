@@ -268,10 +268,11 @@ async def main():
     memory, memory_env = peers.memory_command(scratch)
     flaky = [sys.executable, os.path.join(os.path.dirname(__file__), "flaky_server.py")]
     garbled = [sys.executable, os.path.join(os.path.dirname(__file__), "garbled_server.py")]
+    # These checks are of calls, not approvals (approvals.py): no tool needs one.
     servers = {
-        "memory": {"command": memory, "env": memory_env},
-        "flaky": {"command": flaky},
-        "garbled": {"command": garbled, "timeoutMs": 1000},
+        "memory": {"command": memory, "env": memory_env, "approval": "none"},
+        "flaky": {"command": flaky, "approval": "none"},
+        "garbled": {"command": garbled, "timeoutMs": 1000, "approval": "none"},
     }
     logs = []
     record = os.path.join(scratch, "record.jsonl")
@@ -279,13 +280,13 @@ async def main():
     if TRANSPORT == "http":
         # Over HTTP, the upstream is reached over HTTP too.
         with peers.everything_over_http() as url:
-            servers["everything"] = {"url": url}
+            servers["everything"] = {"url": url, "approval": "none"}
             config = peers.write_config(scratch, servers, {"maxCalls": 30})
             async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
                 await suite(client, logs)
                 audited(record)
     else:
-        servers["everything"] = {"command": peers.everything_command()}
+        servers["everything"] = {"command": peers.everything_command(), "approval": "none"}
         config = peers.write_config(scratch, servers, {"maxCalls": 30})
         async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
             await suite(client, logs)
