@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use code_runtime::json;
 use code_runtime::json::JsonValue;
-use code_runtime::{CodeBindingNamespace, CodeRunRequest, CodeRuntime, binding};
+use code_runtime::{
+    ApprovalRule, Approvals, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRuntime,
+    Decision, Decisions, binding,
+};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, SandboxOptions};
 use code_runtime_worker_thread::{Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig};
 use futures::future::join_all;
@@ -198,12 +201,93 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
         .filter(|result| result.as_ref().is_ok_and(|r| r.value() == Some(&json!(190))))
         .count();
 
+    let (approval, replay) = approval_figures(runtime, p50, quick).await;
     json!({
         "trivial_run_ms": {"p50": ms(p50), "p99": ms(p99), "n": samples},
         "binding_rtt_us": {"p50": rtt.as_secs_f64() * 1e6, "n": per_call.len() * 1000},
         "fanout_100x20": {"ok": ok, "failed": 100 - ok, "seconds": seconds},
         "idle_run_rss_mb": idle_memory(runtime).await,
+        "approval_overhead_us": approval,
+        "replay_per_call_us": replay,
     })
+}
+
+/// How many calls the approval figures make per run.
+const CALLS: u32 = 1000;
+
+/// What approvals cost: a call that needs approval, its approver allowing at once, over a plain
+/// call (`approval_overhead_us`, bar 50); and a resume replaying 1 000 recorded calls, per
+/// replayed call (`replay_per_call_us`, bar 20: the run's time less a trivial run's), with the
+/// same less a plain run of the 1 000 calls (`over_plain_call`, the replay's own cost).
+async fn approval_figures(
+    runtime: &Arc<dyn CodeRuntime>,
+    trivial: Duration,
+    quick: bool,
+) -> (JsonValue, JsonValue) {
+    let echo = binding(|args| async move { Ok(args.into()) });
+    let tools = |rule: Option<ApprovalRule>| {
+        let marked = match rule {
+            Some(rule) => echo.clone().approval(rule),
+            None => echo.clone(),
+        };
+        CodeBindingNamespace::new("tools")
+            .function("echo", marked)
+            .function("gate", echo.clone().approval(ApprovalRule::Always))
+    };
+    let (calls, gated) = match runtime.language() {
+        "python" => (
+            "for i in range(1000):\n    await tools.echo(i)",
+            "for i in range(1000):\n    await tools.echo(i)\nawait tools.gate(0)",
+        ),
+        _ => (
+            "for (let i = 0; i < 1000; i++) await tools.echo(i);",
+            "for (let i = 0; i < 1000; i++) await tools.echo(i); await tools.gate(0);",
+        ),
+    };
+    let timed = |request: CodeRunRequest| async move {
+        let start = Instant::now();
+        let result = runtime.run(request).await;
+        (start.elapsed(), result.ok())
+    };
+    let rounds = if quick { 3 } else { 10 };
+    let (mut overhead, mut replay, mut over_plain) = (Vec::new(), Vec::new(), Vec::new());
+    let Ok(key) = CheckpointKey::generate() else { return (JsonValue::Null, JsonValue::Null) };
+    for _ in 0..rounds {
+        let (plain, _) = timed(CodeRunRequest::new(calls).binding(tools(None))).await;
+        let marked = CodeRunRequest::new(calls)
+            .binding(tools(Some(ApprovalRule::Always)))
+            .approvals(Approvals::new(Decision::Allow));
+        let (marked, _) = timed(marked).await;
+        overhead.push(marked.saturating_sub(plain) / CALLS);
+        let pausing = CodeRunRequest::new(gated)
+            .binding(tools(None))
+            .approvals(Approvals::new(Decision::Pause).checkpoint_key(key.clone()));
+        let Some(checkpoint) = timed(pausing)
+            .await
+            .1
+            .and_then(|mut result| result.take_paused())
+            .map(|paused| paused.checkpoint)
+        else {
+            return (JsonValue::Null, JsonValue::Null);
+        };
+        let resume =
+            CodeRunRequest::resuming(checkpoint, Decisions::new().allow(u64::from(CALLS) + 1))
+                .binding(tools(None))
+                .approvals(Approvals::new(Decision::Allow).checkpoint_key(key.clone()));
+        let (resumed, _) = timed(resume).await;
+        replay.push(resumed.saturating_sub(trivial) / CALLS);
+        over_plain.push(resumed.saturating_sub(plain) / CALLS);
+    }
+    let us = |times: &mut Vec<Duration>| percentiles(times).0.as_secs_f64() * 1e6;
+    (
+        json!({"p50": us(&mut overhead), "n": rounds * CALLS as usize, "bar": 50}),
+        json!({
+            "p50": us(&mut replay),
+            "over_plain_call": us(&mut over_plain),
+            "n": rounds * CALLS as usize,
+            "bar": 20,
+        }),
+    )
 }
 
 /// The pause before each warm run: enough for the next warm cell's interpreter to start.
@@ -430,6 +514,15 @@ fn language_table(
         number(&["fanout_100x20", "seconds"])
     ));
     out.push_str(&format!("  idle live run      {:>8.2} MB\n", number(&["idle_run_rss_mb"])));
+    out.push_str(&format!(
+        "  approval overhead  p50 {:>8.2} us                   (bar <= 50 us, approver allowing at once)\n",
+        number(&["approval_overhead_us", "p50"])
+    ));
+    out.push_str(&format!(
+        "  replayed call      p50 {:>8.2} us  ({:.2} us over a plain call)  (bar <= 20 us, resume of 1 000)\n",
+        number(&["replay_per_call_us", "p50"]),
+        number(&["replay_per_call_us", "over_plain_call"])
+    ));
     if figures.get("trivial_run_warm_ms").is_some() {
         out.push_str(&format!(
             "  warm cell run      p50 {:>8.2} ms  p99 {:>8.2} ms   (started ahead, 50 ms apart)\n",
