@@ -72,6 +72,9 @@ pub enum Incoming {
         callee: Callee,
         /// Its argument.
         args: JsonValue,
+        /// Whether the cell answered it itself from the run's record
+        /// ([`Event::Replayed`](code_runtime::provider::Event::Replayed)).
+        replayed: bool,
     },
     /// The program settled.
     Ended(Ending),

@@ -291,7 +291,9 @@ impl<P: Protocol> CellSubstrate<P> {
             let event = match incoming {
                 Incoming::Nothing => None,
                 Incoming::Log(line) => Some(Event::Log(line)),
-                Incoming::Call { id, callee, args } => self.on_call(id, callee, args),
+                Incoming::Call { id, callee, args, replayed } => {
+                    self.on_call(id, callee, args, replayed)
+                }
                 Incoming::Ended(ending) => {
                     self.ended = true;
                     Some(self.over_memory().unwrap_or(Event::Ended(ending)))
@@ -306,7 +308,13 @@ impl<P: Protocol> CellSubstrate<P> {
         None
     }
 
-    fn on_call(&mut self, id: CallId, callee: Callee, args: JsonValue) -> Option<Event> {
+    fn on_call(
+        &mut self,
+        id: CallId,
+        callee: Callee,
+        args: JsonValue,
+        replayed: bool,
+    ) -> Option<Event> {
         if !self.seen.insert(id) {
             return None;
         }
@@ -321,7 +329,14 @@ impl<P: Protocol> CellSubstrate<P> {
         // The argument stays on the host while the call waits and runs: it is charged until the
         // closure lets it go.
         match self.memory.hold(json::held_bytes(&args)) {
-            Ok(held) => Some(Event::Call { id, function, args: BindingArgs::held(args, held) }),
+            Ok(held) => {
+                let args = BindingArgs::held(args, held);
+                Some(if replayed {
+                    Event::Replayed { id, function, args }
+                } else {
+                    Event::Call { id, function, args }
+                })
+            }
             Err(_) => Some(self.host_memory_spent()),
         }
     }

@@ -48,7 +48,7 @@ pub(crate) struct Options {
     /// {"echo": true} {"reply": JSON} {"reject": "message"} {"command": ["prog", "arg"]} (the
     /// argument's JSON on stdin, its stdout's JSON resolves), each with an optional "delayMs": N; a
     /// function may add "description", "input" and "output" (JSON Schemas), "approval" (true, or
-    /// {"when": <JSON Schema>}), a namespace "description".
+    /// {"when": JSON Schema}), a namespace "description".
     #[arg(long, value_name = "FILE")]
     bindings: Option<PathBuf>,
     /// JSON {"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes", "maxCalls",

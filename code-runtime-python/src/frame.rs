@@ -10,7 +10,8 @@
 use code_runtime::json::JsonMap as Map;
 use code_runtime::json::{self, JsonValue, NumberSpelling};
 use code_runtime::provider::{
-    Answer, CallId, Determinism, PROGRAM_WRAPPER_NAME, ProgramGlobals, catalogue,
+    Answer, CallId, Determinism, MAX_VALUE_DEPTH, PROGRAM_WRAPPER_NAME, ProgramGlobals, Recorded,
+    catalogue,
 };
 use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
 
@@ -34,6 +35,8 @@ pub(crate) enum ChildFrame {
         name: String,
         /// The argument (present; `null` allowed).
         args: JsonValue,
+        /// `"replayed": true`: the child answered it itself from the boot frame's `replay`.
+        replayed: bool,
     },
     /// The program settled.
     Done(Done),
@@ -100,7 +103,8 @@ impl ChildFrame {
                 let (global, name) = (global.clone(), name.clone());
                 // An absent `args` is dropped rather than passed on as `null`.
                 let args = fields.remove("args")?;
-                Some(ChildFrame::Call { id, global, name, args })
+                let replayed = matches!(fields.get("replayed"), Some(JsonValue::Bool(true)));
+                Some(ChildFrame::Call { id, global, name, args, replayed })
             }
             "done" => {
                 let value = fields.remove("value");
@@ -144,7 +148,7 @@ pub(crate) struct TooLarge {
 pub(crate) fn boot(
     namespaces: &[CodeBindingNamespace],
     globals: &ProgramGlobals,
-    determinism: Option<Determinism>,
+    (determinism, replay): (Option<Determinism>, &[Option<Recorded>]),
     max_output_bytes: u64,
     max_frame_bytes: usize,
 ) -> String {
@@ -201,6 +205,16 @@ pub(crate) fn boot(
     if let Some(Determinism { seed, started_ms, .. }) = determinism {
         out.push_str(&format!(",\"replay\":{{\"seed\":\"{seed:016x}\",\"startedMs\":"));
         json::encode_into(&JsonValue::from(started_ms), &mut out);
+        if !replay.is_empty() {
+            out.push_str(",\"answers\":[");
+            for (index, recorded) in replay.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                recorded_answer(recorded.as_ref(), &mut out);
+            }
+            out.push(']');
+        }
         out.push('}');
     }
     out.push_str(&format!(
@@ -217,6 +231,37 @@ pub(crate) fn boot(
     }
     out.push_str("}}");
     out
+}
+
+/// One of `replay.answers`: `[function, rank, t, true, value]`, `[function, rank, t, false,
+/// message, data]`, or `null` for a call the host answers (as is one whose value nests more
+/// deeply than the child's parser goes: the host answers it, as it did the first time).
+fn recorded_answer(recorded: Option<&Recorded>, out: &mut String) {
+    let deep = |value: &JsonValue| json::nests_deeper_than(value, MAX_VALUE_DEPTH);
+    let Some(recorded) = recorded.filter(|recorded| match &recorded.answer.outcome {
+        Ok(value) => !deep(value),
+        Err(rejection) => !rejection.data().is_some_and(deep),
+    }) else {
+        out.push_str("null");
+        return;
+    };
+    out.push_str(&format!("[{},{},", recorded.function.index(), recorded.rank));
+    let clock = recorded.answer.clock_ms.map_or(JsonValue::Null, JsonValue::from);
+    json::encode_into(&clock, out);
+    match &recorded.answer.outcome {
+        Ok(value) => {
+            out.push_str(",true,");
+            json::encode_with(value, NumberSpelling::ExactIntegers, out);
+        }
+        Err(rejection) => {
+            out.push_str(",false,");
+            out.push_str(&json::quote(rejection.message()));
+            out.push(',');
+            let data = rejection.data().unwrap_or(&JsonValue::Null);
+            json::encode_with(data, NumberSpelling::ExactIntegers, out);
+        }
+    }
+    out.push(']');
 }
 
 /// The boot frame's `globals` (each `{"name", "function": N}`, `{"name", "callTool": true}` or
@@ -325,7 +370,7 @@ mod tests {
         let globals = code_runtime::provider::ProgramGlobals::default();
         assert_eq!(
             documented[1],
-            format!("host> {}", boot(&[tools], &globals, None, 65_536, 1_179_648))
+            format!("host> {}", boot(&[tools], &globals, (None, &[]), 65_536, 1_179_648))
         );
         assert_eq!(documented[3], format!("host> {}", run(program)));
         let ok = format!("host> {}", reply_ok(1, &json!({"n": 1u64 << 60})));
@@ -342,7 +387,13 @@ mod tests {
     }
 
     fn call(id: u64, args: JsonValue) -> Option<ChildFrame> {
-        Some(ChildFrame::Call { id, global: "tools".into(), name: "echo".into(), args })
+        Some(ChildFrame::Call {
+            id,
+            global: "tools".into(),
+            name: "echo".into(),
+            args,
+            replayed: false,
+        })
     }
 
     #[test]
@@ -523,11 +574,24 @@ mod tests {
     #[test]
     fn a_reproducible_run_boots_with_its_seed_and_clock_and_replies_carry_the_clock() {
         let determinism = Determinism::new(0xabc, 1_700_000_000_000.5);
-        let boot = boot(&[], &ProgramGlobals::default(), Some(determinism), 64, 65_536);
+        let recorded = Recorded::new(
+            code_runtime::provider::FunctionId::new(1),
+            Answer::new(
+                Err(BindingError::new("no").with_data(code_runtime::json!([1]))),
+                Some(2.5),
+            ),
+            0,
+        );
+        let replay = [None, Some(recorded)];
+        let boot = boot(&[], &ProgramGlobals::default(), (Some(determinism), &replay), 64, 65_536);
         let parsed = json::parse(&boot).unwrap();
         assert_eq!(
             parsed["replay"],
-            code_runtime::json!({ "seed": "0000000000000abc", "startedMs": 1_700_000_000_000.5 })
+            code_runtime::json!({
+                "seed": "0000000000000abc",
+                "startedMs": 1_700_000_000_000.5,
+                "answers": [null, [1, 0, 2.5, false, "no", [1]]],
+            })
         );
         let answer = Answer::new(Ok(code_runtime::json!(1)), Some(1_700_000_000_001.25));
         assert_eq!(
@@ -547,7 +611,7 @@ mod tests {
         let boot = boot(
             &[tools, CodeBindingNamespace::new("empty")],
             &ProgramGlobals::default(),
-            None,
+            (None, &[]),
             64,
             65_536,
         );

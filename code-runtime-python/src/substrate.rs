@@ -66,7 +66,7 @@ pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -
     let boot = frame::boot(
         &start.namespaces,
         &start.globals,
-        start.determinism,
+        (start.determinism, &start.replay),
         start.limits.max_output_bytes,
         config.frame_bytes(),
     );
@@ -114,8 +114,8 @@ impl Protocol for PythonProtocol {
             // Nothing counts before the child acknowledged `boot`.
             _ if self.program.is_some() => Incoming::Nothing,
             ChildFrame::Log { text } => Incoming::Log(text),
-            ChildFrame::Call { id, global, name, args } => {
-                Incoming::Call { id, callee: Callee::Named { global, name }, args }
+            ChildFrame::Call { id, global, name, args, replayed } => {
+                Incoming::Call { id, callee: Callee::Named { global, name }, args, replayed }
             }
             ChildFrame::Done(done) => Incoming::Ended(ending(done)),
         }

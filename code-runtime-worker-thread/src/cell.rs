@@ -112,7 +112,7 @@ fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
         isolate::prepare(Setup { out_of_memory: Some(out_of_memory), ..Setup::new(shape) });
     // The host sends the setup when a run takes this cell.
     let Some(wire::ToCell::Setup(program)) = next(&reader) else { return EXIT_MISUSE };
-    prepared.run(program, Outbox::Cell(channel), Inbox::Cell(reader));
+    prepared.run(program, Outbox::cell(channel), Inbox::Cell(reader));
     EXIT_DONE
 }
 

@@ -17,6 +17,7 @@ use crate::message::Outbox;
 use crate::meter::{Halt, Meter};
 use crate::program::{NamespaceSetup, Program};
 use crate::render;
+use crate::replay::LocalReplay;
 use crate::state::{
     self, Bounds, ErrorClass, Intrinsics, Member, Pending, Run, RunState, Timer, Tools,
 };
@@ -52,7 +53,10 @@ pub(crate) fn install<'s>(
         output_left: Cell::new(bounds.max_output_bytes.saturating_add(1)),
         entropy,
         bounds,
-        state: RefCell::new(RunState::default()),
+        state: RefCell::new(RunState {
+            replay: LocalReplay::new(program.replay.clone()),
+            ..RunState::default()
+        }),
     };
     let mut classes: Vec<v8::Local<'s, v8::Value>> = Vec::new();
     let mut objects: Vec<v8::Local<'s, v8::Value>> = Vec::new();
@@ -409,15 +413,22 @@ fn call_member(
     let reserved = (limit - meter.left()).saturating_add(PENDING_CALL_BYTES);
     let refusal = match converted {
         Ok(value) if run.bounds.budget.reserve_host(reserved) => {
-            let call = {
+            let (call, given) = {
                 let mut state = run.state.borrow_mut();
                 state.next_call += 1;
                 let call: CallId = state.next_call;
                 let resolver = v8::Global::new(scope, resolver);
                 state.pending.insert(call, Pending { resolver, function, reserved });
-                call
+                (call, state.replay.call(call, function))
             };
-            run.host.send(Event::Call { id: call, function, args: BindingArgs::new(value) });
+            let args = BindingArgs::new(value);
+            if given {
+                // Answered from the record by the isolate's loop; the host checks it, and need
+                // not hear of it before the next thing that needs the host.
+                run.host.send_held(Event::Replayed { id: call, function, args });
+            } else {
+                run.host.send(Event::Call { id: call, function, args });
+            }
             return;
         }
         Ok(_) => catalogue::CALLS_OVER_BUDGET.to_owned(),

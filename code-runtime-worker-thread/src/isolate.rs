@@ -199,12 +199,26 @@ fn execute(
         if let Some(ending) = turn(scope, setup, &run, promise) {
             return ending;
         }
+        // A resumed run's recorded answers, given here without a round trip; their reactions
+        // run in the next turn.
+        let replayed = run.state.borrow_mut().replay.due();
+        if !replayed.is_empty() {
+            for (call, answer) in replayed {
+                if let Some(clock_ms) = answer.clock_ms {
+                    run.entropy.advance(clock_ms);
+                }
+                settle(scope, &run, call, answer.outcome);
+            }
+            continue;
+        }
         // Wake at the next timer, and at least every few milliseconds: V8's worker threads may
         // post foreground tasks (see `platform::pump`) that no message here announces.
         let next_timer =
             run.state.borrow().timers.first_key_value().map(|((deadline, _), _)| *deadline);
         let poll = Instant::now() + PLATFORM_POLL;
         let wake = next_timer.map_or(poll, |deadline| deadline.min(poll));
+        // What the host has not heard yet goes before the isolate waits for it.
+        host.flush();
         match inbox.recv_timeout(wake.saturating_duration_since(Instant::now())) {
             Ok(ToIsolate::Settle { call, answer }) => {
                 if let Some(clock_ms) = answer.clock_ms {

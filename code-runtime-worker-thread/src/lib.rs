@@ -83,6 +83,7 @@ mod platform;
 mod process;
 mod program;
 mod render;
+mod replay;
 mod state;
 mod strip;
 mod substrate;

@@ -58,23 +58,74 @@ pub(crate) enum Outbox {
     /// The host loop of this process.
     Thread(UnboundedSender<Event>),
     /// The host process, over the cell's channel.
-    Cell(Arc<UnixStream>),
+    Cell(Arc<CellOutbox>),
 }
 
+/// The cell's channel, and the frames held back to go with the next write.
+#[derive(Debug)]
+pub(crate) struct CellOutbox {
+    channel: Arc<UnixStream>,
+    held: Mutex<Vec<u8>>,
+}
+
+/// How many bytes of held frames go out at once, at the latest: a resumed run replays its
+/// recorded calls in bursts, and a write per call would cost it more than the call itself.
+const HOLD_BYTES: usize = 64 << 10;
+
 impl Outbox {
-    /// Sends `event`; a host that is gone is not an error here (the isolate is about to be
-    /// stopped, or the cell killed).
+    /// The outbox of a cell's channel.
+    pub(crate) fn cell(channel: Arc<UnixStream>) -> Self {
+        Outbox::Cell(Arc::new(CellOutbox { channel, held: Mutex::new(Vec::new()) }))
+    }
+
+    /// Sends `event`, after the frames held back; a host that is gone is not an error here (the
+    /// isolate is about to be stopped, or the cell killed).
     pub(crate) fn send(&self, event: Event) {
         match self {
             Outbox::Thread(host) => {
                 let _ = host.send(event);
             }
-            Outbox::Cell(channel) => {
-                let frame = wire::event(event);
-                let _writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
-                let _ = (&**channel).write_all(&frame);
+            Outbox::Cell(cell) => {
+                let mut held = cell.held.lock().unwrap_or_else(PoisonError::into_inner);
+                held.extend_from_slice(&wire::event(event));
+                cell.write(&mut held);
             }
         }
+    }
+
+    /// Sends `event` with the next write (at the latest when [`HOLD_BYTES`] are held, or the
+    /// isolate waits for the host, [`flush`](Outbox::flush)): for events the host need not see
+    /// at once, which only the order of the others binds (a call answered from the record).
+    pub(crate) fn send_held(&self, event: Event) {
+        match self {
+            Outbox::Thread(_) => self.send(event),
+            Outbox::Cell(cell) => {
+                let mut held = cell.held.lock().unwrap_or_else(PoisonError::into_inner);
+                held.extend_from_slice(&wire::event(event));
+                if held.len() >= HOLD_BYTES {
+                    cell.write(&mut held);
+                }
+            }
+        }
+    }
+
+    /// Writes the frames held back.
+    pub(crate) fn flush(&self) {
+        if let Outbox::Cell(cell) = self {
+            let mut held = cell.held.lock().unwrap_or_else(PoisonError::into_inner);
+            if !held.is_empty() {
+                cell.write(&mut held);
+            }
+        }
+    }
+}
+
+impl CellOutbox {
+    /// Writes `frames` whole, between the frames of others (see [`WRITING`]), and empties them.
+    fn write(&self, frames: &mut Vec<u8>) {
+        let _writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = (&*self.channel).write_all(frames);
+        frames.clear();
     }
 }
 

@@ -212,6 +212,7 @@ fn trial_run(channel: &std::os::unix::net::UnixStream) -> Result<(), String> {
         tools: None,
         max_output_bytes: 1024,
         determinism: None,
+        replay: Vec::new(),
     };
     (&*channel).write_all(&wire::prepare(shape)).map_err(|error| error.to_string())?;
     (&*channel).write_all(&wire::setup(&program)).map_err(|error| error.to_string())?;
@@ -298,9 +299,18 @@ impl Protocol for V8Protocol {
     fn on_frame(&mut self, frame: FromCell, _: &mut Vec<Vec<u8>>) -> Incoming {
         match frame {
             FromCell::Event(Event::Log(line)) => Incoming::Log(line),
-            FromCell::Event(Event::Call { id, function, args }) => {
-                Incoming::Call { id, callee: Callee::Id(function), args: args.into_value() }
-            }
+            FromCell::Event(Event::Call { id, function, args }) => Incoming::Call {
+                id,
+                callee: Callee::Id(function),
+                args: args.into_value(),
+                replayed: false,
+            },
+            FromCell::Event(Event::Replayed { id, function, args }) => Incoming::Call {
+                id,
+                callee: Callee::Id(function),
+                args: args.into_value(),
+                replayed: true,
+            },
             FromCell::Event(Event::Ended(ending)) => Incoming::Ended(ending),
             FromCell::Fatal(text) => {
                 self.fatal = Some(text);

@@ -2,7 +2,7 @@
 //! isolate is made with ([`Shape`]) and what it runs ([`Program`], [`NamespaceSetup`]). No V8
 //! type, so the wire and the host side use it without the isolate's code.
 
-use code_runtime::provider::{Determinism, ProgramGlobal, ToolIndex};
+use code_runtime::provider::{Determinism, ProgramGlobal, Recorded, ToolIndex};
 
 /// What an isolate is made with before its program is known: the same for every run of a
 /// provider under the same limits, so a cell makes its isolate while it waits for a run.
@@ -31,6 +31,8 @@ pub(crate) struct Program {
     /// In a run that may pause or that resumes: the seed and clock origin of its `Math.random`,
     /// `Date` and `crypto` (see `entropy.rs`).
     pub(crate) determinism: Option<Determinism>,
+    /// A resumed run's recorded answers by call number, which the isolate gives itself.
+    pub(crate) replay: Vec<Option<Recorded>>,
 }
 
 /// What the isolate thread knows of one namespace.

@@ -18,6 +18,7 @@ use code_runtime::provider::{CallId, FunctionId};
 use crate::entropy::Entropy;
 use crate::memory::MemoryBudget;
 use crate::message::Outbox;
+use crate::replay::LocalReplay;
 use crate::termination::Termination;
 
 /// The realm's own prototypes and constructors, captured before the program runs: a program can
@@ -95,6 +96,8 @@ pub(crate) struct RunState {
     pub(crate) reported: Vec<v8::Global<v8::Value>>,
     /// The program's promise.
     pub(crate) main: Option<v8::Global<v8::Promise>>,
+    /// A resumed run's recorded answers, which the isolate gives itself.
+    pub(crate) replay: LocalReplay,
 }
 
 /// A call the host has not settled: its promise, its member, and what it holds of the memory

@@ -41,7 +41,7 @@ pub(crate) struct IsolateSubstrate {
 /// Strips the program and makes what its isolate is built from, in either isolation mode. A
 /// program that does not strip starts nothing: its ending is the strip error (`exception`).
 pub(crate) fn program(start: Start) -> Result<Program, Ending> {
-    let Start { program, namespaces, limits, globals, determinism, .. } = start;
+    let Start { program, namespaces, limits, globals, determinism, replay, .. } = start;
     let ProgramGlobals { installed, tools } = globals;
     let mut parameters = vec!["console".to_owned()];
     parameters.extend(namespaces.iter().map(|namespace| namespace.global.clone()));
@@ -83,6 +83,7 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
         tools,
         max_output_bytes: limits.output_bytes(),
         determinism,
+        replay,
     })
 }
 

@@ -9,6 +9,8 @@
 //!               {"settle": {"id": N, "error": S, "data": V}}
 //! cell → host   {"log": S}
 //!               {"call": {"id": N, "function": N, "args": V}}
+//!               {"replayed": {"id": N, "function": N, "args": V}}  a call the cell answered
+//!                                                      from the setup's `replay`
 //!               {"end": E}                             the run's ending, then the cell exits
 //!               {"fatal": S}                           V8 gave up: the cell exits next
 //! ```
@@ -19,7 +21,8 @@ use code_runtime::json;
 use code_runtime::json::JsonMap as Map;
 use code_runtime::json::JsonValue;
 use code_runtime::provider::{
-    Answer, CallId, Determinism, Ending, Event, FunctionId, ProgramGlobal, StopReason, ToolIndex,
+    Answer, CallId, Determinism, Ending, Event, FunctionId, ProgramGlobal, Recorded, StopReason,
+    ToolIndex,
 };
 use code_runtime::{BindingArgs, BindingError};
 
@@ -69,18 +72,20 @@ fn prefixed(text: String) -> Vec<u8> {
 pub(crate) fn event(event: Event) -> Vec<u8> {
     frame(&match event {
         Event::Log(line) => object("log", JsonValue::String(line)),
-        Event::Call { id, function, args } => object(
-            "call",
-            object_of([
-                ("id", JsonValue::from(id)),
-                ("function", JsonValue::from(function.index())),
-                ("args", args.into_value()),
-            ]),
-        ),
+        Event::Call { id, function, args } => object("call", call_body(id, function, args)),
+        Event::Replayed { id, function, args } => object("replayed", call_body(id, function, args)),
         Event::Ended(ending) => object("end", ending_value(ending)),
         // `Event` is non-exhaustive; an isolate sends nothing else.
         _ => json!({ "fatal": "the isolate reported an event the cell cannot send" }),
     })
+}
+
+fn call_body(id: CallId, function: FunctionId, args: BindingArgs) -> JsonValue {
+    object_of([
+        ("id", JsonValue::from(id)),
+        ("function", JsonValue::from(function.index())),
+        ("args", args.into_value()),
+    ])
 }
 
 fn ending_value(ending: Ending) -> JsonValue {
@@ -132,6 +137,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
             "seed": format!("{:016x}", determinism.seed),
             "started_ms": determinism.started_ms,
         })),
+        "replay": program.replay.iter().map(recorded_value).collect::<Vec<_>>(),
     });
     let mut text = String::from("\0\0\0\0{\"setup\":");
     json::encode_with(&head, EXACT, &mut text);
@@ -148,6 +154,46 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
     }
     text.push_str("]}}");
     prefixed(text)
+}
+
+/// A recorded answer of the setup's `replay`: `{"function", "rank", "clock", "value"}` or
+/// `{"function", "rank", "clock", "error", "data"}`; `null` for a call the host answers.
+fn recorded_value(recorded: &Option<Recorded>) -> JsonValue {
+    let Some(recorded) = recorded else { return JsonValue::Null };
+    let mut entry = json!({
+        "function": recorded.function.index(),
+        "rank": recorded.rank,
+        "clock": recorded.answer.clock_ms,
+    });
+    match &recorded.answer.outcome {
+        Ok(value) => entry["value"] = value.clone(),
+        Err(rejection) => {
+            entry["error"] = json!(rejection.message());
+            entry["data"] = rejection.data().cloned().unwrap_or_default();
+        }
+    }
+    entry
+}
+
+fn recorded(entry: &JsonValue) -> Option<Option<Recorded>> {
+    if entry.is_null() {
+        return Some(None);
+    }
+    let function = FunctionId::new(u32::try_from(entry.get("function")?.as_u64()?).ok()?);
+    let rank = entry.get("rank")?.as_u64()?;
+    let clock_ms = entry.get("clock").and_then(JsonValue::as_f64);
+    let outcome = match (entry.get("value"), entry.get("error").and_then(JsonValue::as_str)) {
+        (Some(value), None) => Ok(value.clone()),
+        (None, Some(message)) => {
+            let rejection = BindingError::new(message);
+            Err(match entry.get("data") {
+                None | Some(JsonValue::Null) => rejection,
+                Some(data) => rejection.with_data(data.clone()),
+            })
+        }
+        _ => return None,
+    };
+    Some(Some(Recorded::new(function, Answer::new(outcome, clock_ms), rank)))
 }
 
 /// The prepare frame of a cell.
@@ -236,16 +282,19 @@ fn read_from_cell(
             JsonValue::String(text) => Ok(FromCell::Fatal(text)),
             _ => Err("a fatal frame without a text".to_owned()),
         },
-        "call" => {
+        "call" | "replayed" => {
             let args = take(body, "args");
             let id = body.get("id").and_then(JsonValue::as_u64);
             let function = body.get("function").and_then(JsonValue::as_u64);
             match (id, function.and_then(|f| u32::try_from(f).ok()), args) {
-                (Some(id), Some(function), Some(args)) => Ok(FromCell::Event(Event::Call {
-                    id,
-                    function: FunctionId::new(function),
-                    args: BindingArgs::new(args),
-                })),
+                (Some(id), Some(function), Some(args)) => {
+                    let (function, args) = (FunctionId::new(function), BindingArgs::new(args));
+                    Ok(FromCell::Event(if key == "call" {
+                        Event::Call { id, function, args }
+                    } else {
+                        Event::Replayed { id, function, args }
+                    }))
+                }
                 _ => Err("a call frame without its id, function or arguments".to_owned()),
             }
         }
@@ -364,6 +413,23 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
         .get("max_output_bytes")
         .and_then(JsonValue::as_u64)
         .ok_or_else(|| missing("max_output_bytes"))?;
+    let (determinism, replay) = reproducible(body).map_err(&missing)?;
+    Ok(Program {
+        determinism,
+        replay,
+        body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
+        parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
+        namespaces,
+        globals,
+        tools,
+        max_output_bytes: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
+    })
+}
+
+/// A setup's `determinism` and `replay`; `Err` names the one that is not valid.
+fn reproducible(
+    body: &JsonValue,
+) -> Result<(Option<Determinism>, Vec<Option<Recorded>>), &'static str> {
     let determinism = match body.get("determinism") {
         None | Some(JsonValue::Null) => None,
         Some(determinism) => {
@@ -372,19 +438,18 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
             let started_ms = determinism.get("started_ms").and_then(JsonValue::as_f64);
             match (seed, started_ms) {
                 (Some(seed), Some(started_ms)) => Some(Determinism::new(seed, started_ms)),
-                _ => return Err(missing("a valid determinism")),
+                _ => return Err("a valid determinism"),
             }
         }
     };
-    Ok(Program {
-        determinism,
-        body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
-        parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
-        namespaces,
-        globals,
-        tools,
-        max_output_bytes: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
-    })
+    let replay = match body.get("replay") {
+        None => Vec::new(),
+        Some(JsonValue::Array(entries)) => {
+            entries.iter().map(recorded).collect::<Option<Vec<_>>>().ok_or("a valid replay")?
+        }
+        Some(_) => return Err("a valid replay"),
+    };
+    Ok((determinism, replay))
 }
 
 /// One global of a setup frame.
@@ -554,6 +619,19 @@ mod tests {
             }),
             max_output_bytes: 1000,
             determinism: Some(Determinism::new(u64::MAX - 1, 1_700_000_000_000.5)),
+            replay: vec![
+                None,
+                Some(Recorded::new(
+                    FunctionId::new(1),
+                    Answer::new(Ok(json!({"n": [1u64 << 60]})), Some(1.5)),
+                    1,
+                )),
+                Some(Recorded::new(
+                    FunctionId::new(0),
+                    Answer::new(Err(BindingError::new("no").with_data(json!(1))), None),
+                    0,
+                )),
+            ],
         };
         let read = match to_cell(payload(&setup(&program))) {
             Ok(ToCell::Setup(read)) => read,

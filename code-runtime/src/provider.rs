@@ -52,7 +52,7 @@ pub use crate::provider::ending::{Ending, StopReason};
 pub use crate::provider::gate::{DEFAULT_MAX_CONCURRENT_RUNS, RunGate, RunPermit};
 pub use crate::provider::globals::{ProgramGlobal, ProgramGlobals, ToolIndex};
 pub use crate::provider::host::{
-    Answer, Determinism, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
+    Answer, Determinism, Event, Host, Hosted, Provider, Recorded, Start, Substrate, Teardown,
 };
 pub use crate::provider::ledger::{Admission, OutputLedger};
 pub use crate::provider::spare::Spare;

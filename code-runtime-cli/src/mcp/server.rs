@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use code_runtime::json;
 use code_runtime::json::JsonValue;
 use code_runtime::{
-    Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRuntime,
-    ContractError, Decisions, EventSink, Language, RunEvent, describe_request,
+    Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
+    CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, describe_request,
 };
 use indexmap::IndexMap;
 use rmcp::model::{
@@ -234,18 +234,7 @@ impl CodeModeServer {
             }
             Err(error) => return Err(ErrorData::invalid_params(error.to_string(), None)),
         };
-        let text = result.to_json();
-        // rmcp writes `structuredContent` with serde, one call per level: a value deeper than
-        // the serde depth comes back as text only.
-        let structured = json::parse(&text).ok().and_then(|value| value.to_serde_json().ok());
-        // A paused run did not fail: its result carries the checkpoint `resume_run` takes.
-        let mut reply = if result.is_ok() || result.paused().is_some() {
-            CallToolResult::success(vec![ContentBlock::text(text)])
-        } else {
-            CallToolResult::error(vec![ContentBlock::text(text)])
-        };
-        reply.structured_content = structured;
-        Ok(reply)
+        Ok(tool_result(&result))
     }
 
     fn runtime(
@@ -428,6 +417,22 @@ impl ServerHandler for CodeModeServer {
         };
         result.map(CallToolResponse::from)
     }
+}
+
+/// A run's result as the tool's: its JSON as text and as `structuredContent`; an error when the
+/// run failed (a paused run did not: its result carries the checkpoint `resume_run` takes).
+fn tool_result(result: &CodeRunResult) -> CallToolResult {
+    let text = result.to_json();
+    // rmcp writes `structuredContent` with serde, one call per level: a value deeper than the
+    // serde depth comes back as text only.
+    let structured = json::parse(&text).ok().and_then(|value| value.to_serde_json().ok());
+    let mut reply = if result.is_ok() || result.paused().is_some() {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    reply.structured_content = structured;
+    reply
 }
 
 fn level_rank(level: LoggingLevel) -> u8 {

@@ -138,3 +138,32 @@ fn every_run_has_crypto_and_performance_and_the_machines_numbers_differ() {
         assert!(refused.error().unwrap().message().contains("integer typed array"), "{mode}");
     });
 }
+
+#[test]
+fn a_resumed_race_is_won_by_the_call_that_won_it_first() {
+    both_modes(|runtime, mode| {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let slow = binding(|_| async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            Ok(json!("slow"))
+        });
+        let namespace = || bindings(&calls).function("slow", slow.clone());
+        let program = r#"
+            const winner = await Promise.race([tools.slow(), tools.read("fast")]);
+            console.log(JSON.stringify(winner));
+            return await tools.delete({ name: "x" });
+        "#;
+        let request = CodeRunRequest::new(program)
+            .binding(namespace())
+            .approvals(Approvals::new(Decision::Pause).checkpoint_key(key()));
+        let mut paused = run_on(runtime, request);
+        let checkpoint = paused.take_paused().expect("paused").checkpoint;
+        assert_eq!(paused.logs(), [r#"{"read":"fast"}"#], "{mode}");
+        let request = CodeRunRequest::resuming(checkpoint, Decisions::new().allow(3))
+            .binding(namespace())
+            .approvals(Approvals::new(Decision::Allow).checkpoint_key(key()));
+        let resumed = run_on(runtime, request);
+        assert_eq!(resumed.logs(), [r#"{"read":"fast"}"#], "{mode}: the same winner");
+        assert_eq!(value(&resumed), &json!("deleted"), "{mode}");
+    });
+}

@@ -65,7 +65,7 @@ pub trait Substrate: Send + 'static {
 }
 
 /// The host's answer to one call.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Answer {
     /// A value to resolve the call with, or the rejection the program sees.
@@ -80,6 +80,30 @@ impl Answer {
     /// [`Start::determinism`].
     pub fn new(outcome: Result<JsonValue, BindingError>, clock_ms: Option<f64>) -> Self {
         Self { outcome, clock_ms }
+    }
+}
+
+/// A call a resumed run's record answers, which its substrate may answer itself, without a
+/// round trip to the host ([`Start::replay`]): the substrate reports such a call as
+/// [`Event::Replayed`], and gives the answers in rank order, each once its call was made and
+/// every answer ranked before it was given. The host checks each against the record and ends the
+/// run (`exception`, the program took another path) at the first that differs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Recorded {
+    /// The function the record says the call was of; a call of another function is the host's
+    /// to answer ([`Event::Call`]).
+    pub function: FunctionId,
+    /// The recorded answer, with the clock reading that came with it.
+    pub answer: Answer,
+    /// Its place among the recorded answers, from 0.
+    pub rank: u64,
+}
+
+impl Recorded {
+    /// The recorded answer of a call of `function`, the `rank`th to come.
+    pub fn new(function: FunctionId, answer: Answer, rank: u64) -> Self {
+        Self { function, answer, rank }
     }
 }
 
@@ -123,6 +147,16 @@ pub enum Event {
         function: FunctionId,
         /// The argument (JSON `null` when the program passed none), holding its charge of the
         /// run's [`HostMemory`] when the substrate made it on the host.
+        args: BindingArgs,
+    },
+    /// A call the substrate answered itself from [`Start::replay`]: the host checks it against
+    /// the record, and gives it no answer.
+    Replayed {
+        /// The substrate's id of the call.
+        id: CallId,
+        /// Which function.
+        function: FunctionId,
+        /// The argument, as for [`Event::Call`].
         args: BindingArgs,
     },
     /// A call of a function the request does not have, which only a forged frame can make: the
@@ -189,6 +223,11 @@ pub struct Start {
     /// In a run that may pause or that resumes: where the program's randomness and clock come
     /// from ([`Determinism`]); `None` lets them be the machine's.
     pub determinism: Option<Determinism>,
+    /// In a resumed run: by call number (the program's `n`th call at `n - 1`), the answers the
+    /// record holds, which the substrate may give itself ([`Recorded`]); `None` for a call the
+    /// host answers. Empty in any other run, and a substrate may always leave every call to the
+    /// host.
+    pub replay: Vec<Option<Recorded>>,
 }
 
 /// What a provider supplies to its [`Host`]: the language and isolation it answers, how to start
@@ -392,6 +431,7 @@ impl<P: Provider> Host<P> {
                 globals,
                 memory: memory.clone(),
                 determinism: journal.as_ref().map(Journal::determinism),
+                replay: journal.as_ref().map(|journal| journal.replay(&table)).unwrap_or_default(),
             };
             let substrate = match self.provider.start(setup).await {
                 Ok(substrate) => substrate,
@@ -604,7 +644,8 @@ async fn until_ending<S: Substrate>(
                     None => Turn::Continue,
                 },
                 Event::Stray { id, label } => board.stray(substrate, report, id, &label),
-                Event::Call { id, function, args } => board.call(substrate, report, id, function, args),
+                Event::Call { id, function, args } => board.call(substrate, report, (id, false), function, args),
+                Event::Replayed { id, function, args } => board.call(substrate, report, (id, true), function, args),
                 Event::Ended(ending) => return Finish::Ended(ending),
             },
             Some(settled) = std::future::poll_fn(|cx| board.calls.poll_settled(cx)), if !board.calls.is_empty() => {

@@ -20,7 +20,7 @@ use crate::language::Language;
 use crate::memory::{HostMemory, OverBudget};
 use crate::program_text::unfenced;
 use crate::provider::catalogue;
-use crate::provider::{CallId, Determinism};
+use crate::provider::{Answer, BindingTable, CallId, Determinism, Recorded};
 use crate::request::CodeRunRequest;
 
 /// What the host does with a call the program just made.
@@ -67,6 +67,8 @@ pub(crate) struct Due {
     counted: bool,
     index: usize,
     pub(crate) at_ms: f64,
+    /// The substrate gave it already ([`Event::Replayed`](crate::provider::Event::Replayed)).
+    pub(crate) given: bool,
 }
 
 impl Journal {
@@ -137,14 +139,33 @@ impl Journal {
         Determinism { seed: self.record.seed, started_ms: self.record.started_ms }
     }
 
-    /// Notes call `id` of `namespace.function` with `args`, and says what to do with it.
+    /// The answers the substrate may give itself ([`Start::replay`](crate::provider::Start)):
+    /// the record's settled calls, by call number.
+    pub(crate) fn replay(&self, table: &BindingTable) -> Vec<Option<Recorded>> {
+        let Some(replay) = &self.replay else { return Vec::new() };
+        replay
+            .calls
+            .iter()
+            .map(|call| match &call.state {
+                CallState::Settled { outcome, rank, at_ms, .. } => {
+                    let function = table.find(&call.namespace, &call.function)?;
+                    let answer = Answer::new(outcome.clone(), Some(*at_ms));
+                    Some(Recorded { function, answer, rank: *rank })
+                }
+                CallState::Pending | CallState::Dropped => None,
+            })
+            .collect()
+    }
+
+    /// Notes call `id` of `namespace.function` with `args`, and says what to do with it;
+    /// `given` when the substrate answered it itself from the record.
     ///
     /// # Errors
     ///
     /// The run's host memory cannot hold the argument's copy.
     pub(crate) fn call(
         &mut self,
-        id: CallId,
+        (id, given): (CallId, bool),
         (namespace, function): (&str, &str),
         args: &JsonValue,
     ) -> Result<Course, OverBudget> {
@@ -158,20 +179,26 @@ impl Journal {
             state: CallState::Dropped,
         });
         self.by_id.insert(id, index);
-        let Some(replay) = &mut self.replay else { return Ok(Course::Live) };
-        let Some(recorded) = replay.calls.get_mut(index) else { return Ok(Course::Live) };
+        let now = || describe(namespace, function, args);
+        let Some(replay) = &mut self.replay else {
+            return Ok(given_unrecorded(given, number, now));
+        };
+        let Some(recorded) = replay.calls.get_mut(index) else {
+            return Ok(given_unrecorded(given, number, now));
+        };
         // Compared as JSON text: a number may come back an integer where it was a double.
         let same_args = || json::encode(&recorded.args) == json::encode(args);
         if recorded.namespace != namespace || recorded.function != function || !same_args() {
             let was = describe(&recorded.namespace, &recorded.function, &recorded.args);
-            let now = describe(namespace, function, args);
-            return Ok(Course::Diverged(catalogue::diverged(number, &was, &now)));
+            return Ok(Course::Diverged(catalogue::diverged(number, &was, &now())));
         }
         Ok(match std::mem::replace(&mut recorded.state, CallState::Dropped) {
             CallState::Settled { outcome, rank, at_ms, counted } => {
-                replay.ready.insert(rank, Due { id, outcome, counted, index, at_ms });
+                replay.ready.insert(rank, Due { id, outcome, counted, index, at_ms, given });
                 Course::Replayed { counted }
             }
+            // The substrate answered a call the record does not answer: it took another path.
+            _ if given => given_unrecorded(true, number, now),
             CallState::Pending => match replay.decisions.get(number) {
                 Some(decision) => Course::Decided(decision.map_err(str::to_owned)),
                 None => Course::Live,
@@ -239,6 +266,16 @@ impl Journal {
     pub(crate) fn into_record(mut self, logs: &[String]) -> Record {
         self.record.logs = logs.to_vec();
         self.record
+    }
+}
+
+/// What the host does with call `number` that the record does not answer: runs it, unless the
+/// substrate already answered it (a path the record does not have).
+fn given_unrecorded(given: bool, number: u64, now: impl FnOnce() -> String) -> Course {
+    if given {
+        Course::Diverged(catalogue::diverged(number, "not answered", &now()))
+    } else {
+        Course::Live
     }
 }
 

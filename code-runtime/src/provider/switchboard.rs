@@ -53,12 +53,13 @@ impl Switchboard {
         Turn::Stop(StopReason::HostMemory { max_memory_mb: self.max_memory_mb })
     }
 
-    /// The program called `function` with `args` as call `id`.
+    /// The program called `function` with `args` as call `id`; `given` when the substrate
+    /// answered it itself from the record ([`Event::Replayed`](crate::provider::Event)).
     pub(crate) fn call(
         &mut self,
         substrate: &mut impl Substrate,
         report: &mut RunReport,
-        id: CallId,
+        (id, given): (CallId, bool),
         function: FunctionId,
         args: BindingArgs,
     ) -> Turn {
@@ -70,8 +71,17 @@ impl Switchboard {
         self.made += 1;
         report.call(id, names, &args);
         let course = match &mut self.journal {
+            // Only a resumed run's substrate answers calls itself.
+            None if given => {
+                let now = format!("{}.{}", names.0, names.1);
+                Course::Diverged(crate::provider::catalogue::diverged(
+                    self.made,
+                    "not answered",
+                    &now,
+                ))
+            }
             None => Course::Live,
-            Some(journal) => match journal.call(id, names, &args) {
+            Some(journal) => match journal.call((id, given), names, &args) {
                 Ok(course) => course,
                 Err(_) => return self.over_memory(),
             },
@@ -224,7 +234,9 @@ impl Switchboard {
         let Some(journal) = &mut self.journal else { return };
         for due in journal.due() {
             report.settled(due.id, &due.outcome, Duration::ZERO);
-            substrate.settle(due.id, Answer::new(due.outcome, Some(due.at_ms)));
+            if !due.given {
+                substrate.settle(due.id, Answer::new(due.outcome, Some(due.at_ms)));
+            }
         }
     }
 

@@ -470,3 +470,55 @@ fn an_approver_that_panics_denies_the_call_and_the_host_lives_on() {
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     });
 }
+
+#[test]
+fn a_substrate_that_answers_recorded_calls_itself_is_checked_not_answered() {
+    tokio().block_on(async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let checkpoint = paused_run(&calls).await.take_paused().unwrap().checkpoint;
+        let resume = || {
+            CodeRunRequest::resuming(checkpoint.clone(), Decisions::new().allow(3).deny(2, "no"))
+                .binding(tools(&calls))
+                .approvals(Approvals::new(Decision::Allow).checkpoint_key(key()))
+        };
+        let replayed = |id: u64, function: u32, args: JsonValue| Event::Replayed {
+            id,
+            function: FunctionId::new(function),
+            args: BindingArgs::new(args),
+        };
+        let result = run_with(Limits::default(), resume(), |mut script| async move {
+            // The record answers call 1 (the read); calls 2 and 3 waited for decisions.
+            assert_eq!(script.replay.len(), 3);
+            let recorded = script.replay[0].clone().expect("call 1 is recorded");
+            assert_eq!((recorded.function.index(), recorded.rank), (0, 0));
+            assert_eq!(recorded.answer.outcome, Ok(json!({ "did": "x" })));
+            assert!(script.replay[1..].iter().all(Option::is_none));
+            script.events.send(replayed(1, 0, json!("x"))).unwrap();
+            script.events.send(call(2, 2, json!({ "force": true }))).unwrap();
+            // The host answers only the call it owns.
+            assert_eq!(answered(&mut script).await, (2, Err("denied: no".into())));
+            script.events.send(Event::Ended(Ending::Completed(Some(json!(1))))).unwrap();
+        })
+        .await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "the read was not made again");
+        // A call the substrate answered whose argument differs from the record's ends the run.
+        let result = run_with(Limits::default(), resume(), |script| async move {
+            script.events.send(replayed(1, 0, json!("y"))).unwrap();
+            until_stopped(&script).await;
+        })
+        .await;
+        assert_eq!(result.error().map(|error| error.kind()), Some(FailureKind::Exception));
+        // So does one the record does not answer (call 2 waited for a decision).
+        let result = run_with(Limits::default(), resume(), |script| async move {
+            script.events.send(replayed(1, 0, json!("x"))).unwrap();
+            script.events.send(replayed(2, 2, json!({ "force": true }))).unwrap();
+            until_stopped(&script).await;
+        })
+        .await;
+        assert_eq!(
+            result.error().map(|error| error.message()),
+            Some(r#"the program took another path on resume: call 2 was not answered, now tools.write({"force":true})"#)
+        );
+    });
+}

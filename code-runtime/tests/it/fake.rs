@@ -7,7 +7,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use code_runtime::provider::{
-    Answer, CallId, Determinism, Ending, Event, Host, Hosted, Provider, Start, Substrate, Teardown,
+    Answer, CallId, Determinism, Ending, Event, Host, Hosted, Provider, Recorded, Start, Substrate,
+    Teardown,
 };
 use code_runtime::{BindingError, CodeRuntime, JsonValue, Language, Limits};
 use futures::future::BoxFuture;
@@ -34,6 +35,8 @@ pub(crate) struct Script {
     pub(crate) limits: Limits,
     pub(crate) program: String,
     pub(crate) determinism: Option<Determinism>,
+    /// The answers a resumed run's record holds, by call number.
+    pub(crate) replay: Vec<Option<Recorded>>,
     pub(crate) state: Arc<State>,
 }
 
@@ -152,6 +155,7 @@ impl Provider for Scripted {
             limits: start.limits,
             program: start.program.clone(),
             determinism: start.determinism,
+            replay: start.replay.clone(),
             state: state.clone(),
         };
         if start.program == "fail to start" {
