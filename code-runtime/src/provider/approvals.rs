@@ -81,15 +81,7 @@ impl Approving {
     ) -> Result<ApprovalRequest, OverBudget> {
         let held = self.memory.hold(json::held_bytes(&asked.args))?;
         self.asked += 1;
-        let args: JsonValue = (*asked.args).clone();
-        let call = format!("{namespace}.{function_name}({})", json::encode(&args));
-        let request = ApprovalRequest {
-            namespace: namespace.to_owned(),
-            function: function_name.to_owned(),
-            args,
-            summary: cut(&call, SUMMARY_BYTES),
-            call: asked.number,
-        };
+        let request = request((namespace, function_name), asked.number, &asked.args);
         self.waiting.insert(id, asked);
         let Some(approvals) = &self.approvals else {
             let answer =
@@ -147,6 +139,22 @@ impl Approving {
         let mut waiting: Vec<_> = self.waiting.drain().collect();
         waiting.sort_by_key(|(_, asked)| asked.number);
         waiting
+    }
+}
+
+/// What an approver is asked about call `number` of `namespace.function` with `args`.
+pub(crate) fn request(
+    (namespace, function): (&str, &str),
+    number: u64,
+    args: &JsonValue,
+) -> ApprovalRequest {
+    let call = format!("{namespace}.{function}({})", json::encode(args));
+    ApprovalRequest {
+        namespace: namespace.to_owned(),
+        function: function.to_owned(),
+        args: args.clone(),
+        summary: cut(&call, SUMMARY_BYTES),
+        call: number,
     }
 }
 

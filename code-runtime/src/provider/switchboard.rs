@@ -9,7 +9,7 @@ use crate::binding::{BindingArgs, BindingError};
 use crate::checkpoint::{Checkpoint, CheckpointKey, Paused};
 use crate::json::JsonValue;
 use crate::limits::Limits;
-use crate::provider::approvals::{Approving, Asked, Verdict};
+use crate::provider::approvals::{self, Approving, Asked, Verdict};
 use crate::provider::dispatch::{Calls, Settled};
 use crate::provider::journal::{Course, Journal};
 use crate::provider::report::RunReport;
@@ -74,11 +74,7 @@ impl Switchboard {
             // Only a resumed run's substrate answers calls itself.
             None if given => {
                 let now = format!("{}.{}", names.0, names.1);
-                Course::Diverged(crate::provider::catalogue::diverged(
-                    self.made,
-                    "not answered",
-                    &now,
-                ))
+                Course::Diverged(catalogue::diverged(self.made, "not answered", &now))
             }
             None => Course::Live,
             Some(journal) => match journal.call((id, given), names, &args) {
@@ -96,9 +92,12 @@ impl Switchboard {
                 Turn::Continue
             }
             Course::Decided(decision) => {
+                // Asked before the pause; the audit shows the question with its answer.
+                let asked = approvals::request(names, self.made, &args);
                 if let Err(rejection) = self.calls.admit(function, &args) {
                     return self.answer(substrate, report, id, Err(rejection), false);
                 }
+                report.approval_requested(id, &asked);
                 match decision {
                     Ok(()) => {
                         report.decided(id, &Decision::Allow, "resume");
