@@ -1,11 +1,13 @@
 //! The [`CodeRuntime`] trait: the service every provider implements.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::checkpoint::{Checkpoint, Decisions};
 use crate::error::ContractError;
 use crate::limits::Limits;
-use crate::request::CodeRunRequest;
+use crate::request::{Approvals, CodeRunRequest};
 use crate::result::CodeRunResult;
 
 /// A service that runs one program per call, in isolation, against host bindings.
@@ -84,4 +86,62 @@ pub trait CodeRuntime: Send + Sync {
     /// `run` fail with [`ContractError::Disposed`], and the future completes only once every
     /// substrate is gone. Idempotent.
     async fn dispose(&self);
+}
+
+/// A runtime whose runs get the host's [`Approvals`](crate::Approvals) when their request brings
+/// none: the approver on the provider, for hosts whose requests are made in many places.
+///
+/// ```
+/// # fn wrap(runtime: std::sync::Arc<dyn code_runtime::CodeRuntime>) {
+/// use code_runtime::{Approvals, Decision, WithApprovals};
+///
+/// let guarded = WithApprovals::new(runtime, Approvals::new(Decision::deny("ask a person first")));
+/// # let _ = guarded;
+/// # }
+/// ```
+pub struct WithApprovals {
+    runtime: Arc<dyn CodeRuntime>,
+    approvals: Approvals,
+}
+
+impl WithApprovals {
+    /// `runtime`, its requests without approvals given `approvals`.
+    pub fn new(runtime: Arc<dyn CodeRuntime>, approvals: Approvals) -> Self {
+        Self { runtime, approvals }
+    }
+}
+
+impl std::fmt::Debug for WithApprovals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithApprovals")
+            .field("language", &self.runtime.language())
+            .field("approvals", &self.approvals)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl CodeRuntime for WithApprovals {
+    fn language(&self) -> &str {
+        self.runtime.language()
+    }
+
+    fn isolation(&self) -> &str {
+        self.runtime.isolation()
+    }
+
+    fn limits(&self) -> &Limits {
+        self.runtime.limits()
+    }
+
+    async fn run(&self, mut request: CodeRunRequest) -> Result<CodeRunResult, ContractError> {
+        if request.approvals.is_none() {
+            request.approvals = Some(self.approvals.clone());
+        }
+        self.runtime.run(request).await
+    }
+
+    async fn dispose(&self) {
+        self.runtime.dispose().await;
+    }
 }

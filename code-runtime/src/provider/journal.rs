@@ -37,6 +37,9 @@ pub(crate) enum Course {
     /// The program made another call than the record holds at this number: the run ends as
     /// `exception` with this message.
     Diverged(String),
+    /// The substrate says it answered a call from a record, and the run resumes none: it broke
+    /// the protocol (a program that writes its own frames, say).
+    Unrecorded,
 }
 
 /// The journal of one run.
@@ -181,7 +184,7 @@ impl Journal {
         self.by_id.insert(id, index);
         let now = || describe(namespace, function, args);
         let Some(replay) = &mut self.replay else {
-            return Ok(given_unrecorded(given, number, now));
+            return Ok(if given { Course::Unrecorded } else { Course::Live });
         };
         let Some(recorded) = replay.calls.get_mut(index) else {
             return Ok(given_unrecorded(given, number, now));

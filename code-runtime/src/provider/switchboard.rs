@@ -71,11 +71,7 @@ impl Switchboard {
         self.made += 1;
         report.call(id, names, &args);
         let course = match &mut self.journal {
-            // Only a resumed run's substrate answers calls itself.
-            None if given => {
-                let now = format!("{}.{}", names.0, names.1);
-                Course::Diverged(catalogue::diverged(self.made, "not answered", &now))
-            }
+            None if given => Course::Unrecorded,
             None => Course::Live,
             Some(journal) => match journal.call((id, given), names, &args) {
                 Ok(course) => course,
@@ -84,6 +80,11 @@ impl Switchboard {
         };
         match course {
             Course::Diverged(message) => Turn::End(Ending::Threw(message)),
+            // Only a resumed run's substrate answers calls itself.
+            Course::Unrecorded => Turn::End(Ending::Failed(
+                "protocol violation: a call answered from a record, in a run that resumes none"
+                    .to_owned(),
+            )),
             Course::Replayed { counted } => {
                 if counted {
                     self.calls.count(function);

@@ -522,3 +522,35 @@ fn a_substrate_that_answers_recorded_calls_itself_is_checked_not_answered() {
         );
     });
 }
+
+#[test]
+fn approvals_on_the_provider_serve_requests_that_bring_none() {
+    tokio().block_on(async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
+        let guarded = code_runtime::WithApprovals::new(
+            runtime,
+            Approvals::new(Decision::deny("the provider's rule")),
+        );
+        assert_eq!(guarded.language(), "typescript");
+        for (approvals, expected) in [
+            (None, "denied: the provider's rule"),
+            (
+                Some(Approvals::new(Decision::deny("the request's rule"))),
+                "denied: the request's rule",
+            ),
+        ] {
+            let mut request = CodeRunRequest::new("p").binding(tools(&calls));
+            request.approvals = approvals;
+            let run = guarded.run(request);
+            let play = async {
+                let mut script = scripts.recv().await.unwrap();
+                script.events.send(call(1, 1, JsonValue::Null)).unwrap();
+                assert_eq!(answered(&mut script).await, (1, Err(expected.into())));
+                script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
+            };
+            let (result, ()) = futures::join!(run, play);
+            assert!(result.unwrap().is_ok());
+        }
+    });
+}
