@@ -94,7 +94,11 @@ async fn serve(
             Fallback::Pause => Some(crate::approvals::checkpoint_key(None)?),
             Fallback::Deny => None,
         };
-        let approvals = ApprovalSetup { fallback: config.approval_fallback, key: pausing };
+        let approvals = ApprovalSetup {
+            fallback: config.approval_fallback,
+            key: pausing,
+            record: recorder.clone(),
+        };
         let server = CodeModeServer::new(catalogue, runtimes.clone(), approvals);
         let served = match server {
             Ok(server) => {

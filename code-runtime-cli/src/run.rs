@@ -4,13 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-
-use code_runtime::provider::catalogue;
 use code_runtime::{
-    ApprovalRequest, BindingError, CancellationToken, CodeRunRequest, CodeRuntime, ContractError,
-    Decision, EventSink, Language, Limits, RunEvent,
+    CancellationToken, CodeRunRequest, CodeRuntime, ContractError, EventSink, Language, Limits,
 };
 use code_runtime_fixtures::{
     BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, load_bindings, read_program,
@@ -149,7 +144,7 @@ pub(crate) fn execute(
         values: bindings.values,
         call_tool: bindings.call_tool,
         signal: Some(signal.clone()),
-        events: (events.is_some() || recorder.is_on()).then(|| audited(events.as_ref(), &recorder)),
+        events: audited(events.as_ref(), &recorder),
         approvals: Some(approvals::approvals(mode, key)),
         ..request
     };
@@ -189,36 +184,13 @@ fn event_log(path: Option<&std::path::Path>) -> Result<Option<EventLog>, Failure
 
 /// The run's event sink: the `--events` lines, and the record's line of each call the host
 /// denied (a denied call never reaches its binding, which records the others).
-fn audited(events: Option<&EventLog>, recorder: &Recorder) -> EventSink {
-    let lines = events.map(EventLog::sink);
-    let recorder = recorder.clone();
-    let asked: Mutex<HashMap<u64, ApprovalRequest>> = Mutex::default();
-    EventSink::new(move |event| {
-        if let Some(lines) = &lines {
-            lines.deliver(event);
-        }
-        if !recorder.is_on() {
-            return;
-        }
-        let mut asked = asked.lock().unwrap_or_else(PoisonError::into_inner);
-        match event {
-            RunEvent::ApprovalRequested { id, request } => {
-                asked.insert(id, request.clone());
-            }
-            RunEvent::ApprovalDecided { id, decision: Decision::Deny(reason), by } => {
-                if let Some(request) = asked.remove(&id) {
-                    let denied = BindingError::new(catalogue::denied(reason));
-                    let call = (request.namespace.as_str(), request.function.as_str());
-                    // A full record file cannot end the run from here; the line is dropped.
-                    let _ = recorder.denied(call, &request.args, &denied, by);
-                }
-            }
-            RunEvent::ApprovalDecided { id, .. } => {
-                asked.remove(&id);
-            }
-            _ => {}
-        }
-    })
+fn audited(events: Option<&EventLog>, recorder: &Recorder) -> Option<EventSink> {
+    let sinks: Vec<EventSink> =
+        events.map(EventLog::sink).into_iter().chain(recorder.denials()).collect();
+    match sinks.len() {
+        0 => None,
+        _ => Some(EventSink::new(move |event| sinks.iter().for_each(|sink| sink.deliver(event)))),
+    }
 }
 
 /// A write error of an output file, as the command's internal failure.

@@ -167,13 +167,7 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
             let (behaviour, recorder) = (behaviour.clone(), recorder.clone());
             let (global, function) = (global.clone(), function.clone());
             async move {
-                let recording =
-                    recorder.start(&global, &function, &args).map(|recording| {
-                        match args.approved_by() {
-                            Some(by) => recording.approved("allow", by),
-                            None => recording,
-                        }
-                    });
+                let recording = recorder.start_call(&global, &function, &args);
                 let outcome = behaviour.call(args).await;
                 match recording.map(|recording| recording.finish(&outcome)) {
                     Some(Err(_full)) => Err(BindingError::output_exceeded()),

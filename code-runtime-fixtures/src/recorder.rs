@@ -2,12 +2,16 @@
 //! while the run goes on (nothing kept in memory, the file bounded), or kept as structured
 //! [`CallRecord`]s for a test harness.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{BindingError, JsonValue as Value};
+use code_runtime::provider::catalogue;
+use code_runtime::{
+    ApprovalRequest, BindingArgs, BindingError, Decision, EventSink, JsonValue as Value, RunEvent,
+};
 
 /// The default bound of a record file: 1 GiB.
 pub const DEFAULT_RECORD_BYTES: u64 = 1 << 30;
@@ -222,6 +226,51 @@ impl Recorder {
             part,
             approval: None,
         })
+    }
+
+    /// [`start`](Recorder::start) for a binding's own call: a call that needed approval carries
+    /// who approved it ([`BindingArgs::approved_by`]).
+    pub fn start_call(
+        &self,
+        namespace: &str,
+        function: &str,
+        args: &BindingArgs,
+    ) -> Option<Recording> {
+        let recording = self.start(namespace, function, args)?;
+        Some(match args.approved_by() {
+            Some(by) => recording.approved("allow", by),
+            None => recording,
+        })
+    }
+
+    /// The event sink that records each call the host denied, which never reaches a binding to
+    /// record itself ([`denied`](Recorder::denied)); `None` when nothing is recorded.
+    pub fn denials(&self) -> Option<EventSink> {
+        if !self.is_on() {
+            return None;
+        }
+        let recorder = self.clone();
+        let asked: Mutex<HashMap<u64, ApprovalRequest>> = Mutex::default();
+        Some(EventSink::new(move |event| {
+            let mut asked = asked.lock().unwrap_or_else(PoisonError::into_inner);
+            match event {
+                RunEvent::ApprovalRequested { id, request } => {
+                    asked.insert(id, request.clone());
+                }
+                RunEvent::ApprovalDecided { id, decision: Decision::Deny(reason), by } => {
+                    if let Some(request) = asked.remove(&id) {
+                        let denied = BindingError::new(catalogue::denied(reason));
+                        let call = (request.namespace.as_str(), request.function.as_str());
+                        // A full record file cannot end the run from a sink; the line is dropped.
+                        let _ = recorder.denied(call, &request.args, &denied, by);
+                    }
+                }
+                RunEvent::ApprovalDecided { id, .. } => {
+                    asked.remove(&id);
+                }
+                _ => {}
+            }
+        }))
     }
 
     /// Records a call the host denied (it never ran): its line has the denial as its `error`

@@ -14,6 +14,7 @@ use code_runtime::{
     Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
     CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, describe_request,
 };
+use code_runtime_fixtures::Recorder;
 use indexmap::IndexMap;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -46,6 +47,9 @@ pub(crate) type Runtimes = Vec<(Language, Arc<dyn CodeRuntime>)>;
 pub(crate) struct ApprovalSetup {
     pub(crate) fallback: Fallback,
     pub(crate) key: Option<CheckpointKey>,
+    /// The `--record` file, where each call the user denied gets its line (the others are
+    /// recorded by their upstream binding).
+    pub(crate) record: Recorder,
 }
 
 /// What every run's program sees.
@@ -195,11 +199,15 @@ impl CodeModeServer {
         };
         let sink = {
             let (queue, lines) = (queue.clone(), lines.clone());
+            let denials = self.inner.approval.record.denials();
             EventSink::new(move |event| {
                 if let RunEvent::Log { line } = event {
                     if lines.fetch_add(1, Ordering::Relaxed) < LOG_NOTIFICATIONS {
                         let _ = queue.send(Some(line.to_owned()));
                     }
+                }
+                if let Some(denials) = &denials {
+                    denials.deliver(event);
                 }
             })
         };

@@ -106,7 +106,7 @@ impl Upstream {
         let mut function = binding(move |args| {
             let (upstream, recorder, name) = (upstream.clone(), recorder.clone(), name.clone());
             async move {
-                let recording = recorder.start(&upstream.namespace, &name, &args);
+                let recording = recorder.start_call(&upstream.namespace, &name, &args);
                 let outcome = upstream.call(&name, args).await;
                 match recording.map(|recording| recording.finish(&outcome)) {
                     Some(Err(_full)) => Err(BindingError::output_exceeded()),

@@ -5,6 +5,7 @@ the configured fallback: a denial, or a paused run that `resume_run` continues, 
 holding the key. Exits non-zero on the first failed check. Run by code-runtime-cli/tests/it/mcp.rs."""
 
 import json
+import os
 import sys
 
 import anyio
@@ -68,7 +69,7 @@ def answering(*choices):
     return callback, asked
 
 
-async def elicited(config):
+async def elicited(config, scratch):
     callback, asked = answering("allow")
     async with peers.session(BINARY, config, "stdio", elicitation=callback) as client:
         is_error, result = await run(client, PROGRAM)
@@ -80,7 +81,8 @@ async def elicited(config):
         check(not is_error and result["value"] == 1 and len(asked) == 4 and "memory.create_entities" in asked[3],
               "by default a tool that does not say readOnlyHint is asked about, one that does is not", asked)
     callback, asked = answering("allow", "decline")
-    async with peers.session(BINARY, config, "stdio", elicitation=callback) as client:
+    record = os.path.join(scratch, "approvals.jsonl")
+    async with peers.session(BINARY, config, "stdio", elicitation=callback, extra=["--record", record]) as client:
         is_error, result = await run(client, PROGRAM)
         sums = result["value"]["sums"]
         check(not is_error and sums[0].startswith("The sum") and sums[1] == "denied: declined by the user"
@@ -89,6 +91,13 @@ async def elicited(config):
         is_error, result = await run(client, PYTHON, "python")
         check(not is_error and result["value"] == "denied: declined by the user",
               "a Python program catches the namespace's error class", result)
+    with open(record) as file:
+        lines = [json.loads(line) for line in file]
+    decisions = [(line["approval"]["decision"], line["approval"]["by"]) for line in lines if "approval" in line]
+    check(decisions[:3] == [("allow", "client"), ("deny", "client"), ("deny", "client")]
+          and [line for line in lines if line.get("approval", {}).get("decision") == "deny"][0]["error"]
+          == "denied: declined by the user",
+          "--record names each decision and who made it, denials included", lines)
     callback, asked = answering("allow for the rest of this run")
     async with peers.session(BINARY, config, "stdio", elicitation=callback) as client:
         is_error, result = await run(client, PROGRAM)
@@ -153,7 +162,7 @@ async def main():
     memory, memory_env = peers.memory_command(scratch)
     servers = {"everything": everything, "memory": {"command": memory, "env": memory_env}}
     config = peers.write_config(scratch, servers)
-    await elicited(config)
+    await elicited(config, scratch)
     await without_elicitation(config)
     pausing = peers.write_config(scratch, servers, extra={"approvalFallback": "pause"})
     await paused(pausing)

@@ -274,9 +274,13 @@ impl Calls {
             "code_runtime.call",
             namespace = %entry.global,
             function = %entry.name,
+            approved_by = tracing::field::Empty,
             ok = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
+        if let Some(by) = args.approved_by() {
+            span.record("approved_by", by);
+        }
         let started = Instant::now();
         // The closure's synchronous part runs here and may panic as well as its future.
         let call = span

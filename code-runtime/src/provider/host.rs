@@ -367,6 +367,11 @@ impl<P: Provider> Host<P> {
     /// set around every poll of the run (as `WithSubscriber::with_subscriber` does), and around
     /// its teardown on the reactor. A host that scopes its subscriber (`with_default`) and spawns
     /// the run onto another thread carries it there with `with_current_subscriber`.
+    /// (tracing-core caches whether each callsite is enabled, and while exactly one dispatcher
+    /// is alive and no global default is set, it asks only the default of the thread that first
+    /// reaches a callsite, which may be one outside the host's scope: a host whose only
+    /// subscriber is scoped keeps a second `Dispatch` alive, or sets a global default, so no
+    /// callsite is cached as disabled for good.)
     ///
     /// # Cancel safety
     ///

@@ -9,18 +9,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::binding::BindingError;
 use sha2::{Digest, Sha256};
 
 use crate::approval::ApprovalRule;
-use crate::binding::CodeBindingNamespace;
+use crate::binding::{BindingError, CodeBindingNamespace};
 use crate::checkpoint::{CallState, CheckpointError, Decisions, Record, RecordedCall, hex};
 use crate::json::{self, JsonArray, JsonValue};
 use crate::language::Language;
 use crate::memory::{HostMemory, OverBudget};
 use crate::program_text::unfenced;
-use crate::provider::catalogue;
-use crate::provider::{Answer, BindingTable, CallId, Determinism, Recorded};
+use crate::provider::{Answer, BindingTable, CallId, Determinism, Recorded, catalogue};
 use crate::request::CodeRunRequest;
 
 /// What the host does with a call the program just made.

@@ -308,9 +308,17 @@ static FINISHED: Mutex<Vec<SeenSpan>> = Mutex::new(Vec::new());
 /// dropped a subscriber of their own, in parallel, could leave a callsite cached as "never" for
 /// the next one (tracing-core's cache, not the host). One subscriber that never goes keeps every
 /// callsite's interest right; each test finds its own spans by the `turn` of its `agent.turn`.
+///
+/// A second dispatcher lives beside it. With exactly one dispatcher alive and no global default,
+/// tracing-core computes a callsite's interest from the default of the thread that first hits
+/// it, so a callsite first hit where the test's scope is not (a test without a subscriber, a
+/// thread the run never reached) would be cached as "never" for every later test; with two, it
+/// asks them all.
 fn subscriber() -> &'static (tracing::Dispatch, Spans) {
     static SUBSCRIBER: std::sync::OnceLock<(tracing::Dispatch, Spans)> = std::sync::OnceLock::new();
+    static BESIDE: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
     SUBSCRIBER.get_or_init(|| {
+        BESIDE.get_or_init(|| tracing::Dispatch::new(tracing_subscriber::registry()));
         let spans = Spans::default();
         let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(spans.clone()));
         (dispatch, spans)
@@ -441,4 +449,38 @@ fn spans_follow_a_scoped_subscriber_across_the_threads_of_a_multi_thread_runtime
         assert_eq!(run.parent, Some("agent.turn"), "{polled:?}");
         assert_eq!(run.fields.get("kind").map(String::as_str), Some("ok"), "{polled:?}: {run:?}");
     }
+}
+
+#[test]
+fn an_approved_call_names_who_approved_it_and_the_run_counts_its_approvals() {
+    let turn = "approvals";
+    tracing::dispatcher::with_default(&subscriber().0, || {
+        tokio().block_on(async {
+            let tools = CodeBindingNamespace::new("tools").function(
+                "delete",
+                binding(|_| async { Ok(json!(true)) }).approval(code_runtime::ApprovalRule::Always),
+            );
+            let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
+            let request = CodeRunRequest::new("p")
+                .binding(tools)
+                .approvals(code_runtime::Approvals::new(code_runtime::Decision::Allow));
+            let task = tracing::Instrument::instrument(
+                async move { runtime.run(request).await.unwrap() },
+                tracing::info_span!("agent.turn", turn = %turn),
+            );
+            let script = async {
+                let mut script = scripts.recv().await.unwrap();
+                assert!(answer(&mut script, 1, 0).await.is_ok());
+                script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
+            };
+            assert!(tokio::join!(task, script).0.is_ok());
+        });
+    });
+    let spans = spans_of(turn);
+    let field = |name: &str, field: &str| {
+        let span = spans.iter().find(|span| span.name == name).expect(name);
+        span.fields.get(field).cloned()
+    };
+    assert_eq!(field("code_runtime.run", "approvals").as_deref(), Some("1"), "{spans:?}");
+    assert_eq!(field("code_runtime.call", "approved_by").as_deref(), Some("policy"), "{spans:?}");
 }
