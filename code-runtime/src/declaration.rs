@@ -7,6 +7,7 @@ mod typescript;
 
 use indexmap::IndexMap;
 
+use crate::approval::ApprovalRule;
 use crate::binding::{BindingFunction, CodeBindingNamespace};
 use crate::error::ContractError;
 use crate::json::{self, JsonValue};
@@ -115,21 +116,35 @@ fn is_dotted(name: &str) -> bool {
     is_usable_identifier(name) && !is_dunder_member(name)
 }
 
-/// A function's doc lines: its description, then its argument schema's own doc.
+/// A function's doc lines: its description, then its argument schema's own doc, then whether
+/// its calls need approval (so the program is written to expect a denial).
 fn function_doc(function: &BindingFunction) -> Vec<String> {
     let mut lines: Vec<String> = function
         .description_text()
         .map(|text| text.lines().map(|line| line.trim_end().to_owned()).collect())
         .unwrap_or_default();
-    if let Some(schema) = function.input_schema() {
-        let own = schema::doc(schema);
+    let paragraph = |own: Vec<String>, lines: &mut Vec<String>| {
         if !own.is_empty() && !lines.is_empty() {
             lines.push(String::new());
         }
         lines.extend(own);
+    };
+    if let Some(schema) = function.input_schema() {
+        paragraph(schema::doc(schema), &mut lines);
+    }
+    if let Some(rule) = function.approval_rule() {
+        let which = match rule {
+            ApprovalRule::Always => "Each call",
+            ApprovalRule::When(_) => "A call with some arguments",
+        };
+        paragraph(vec![format!("{which} {APPROVAL_DOC}")], &mut lines);
     }
     lines
 }
+
+/// What the doc of a function whose calls need approval says, after "Each call".
+const APPROVAL_DOC: &str = "waits for the user's approval; a denied call fails with the \
+     namespace's error, message `denied: <reason>`.";
 
 /// An example of positional arguments, from the first function that takes them:
 /// `("tools.search", ["q", "limit"])`, as the program reaches it.

@@ -361,3 +361,29 @@ return [value, same, anything, ident, keys, limits[0]]
         assert!(errors.contains("error:"), "{wrong}: {errors}");
     }
 }
+
+#[test]
+fn a_function_that_needs_approval_says_so_in_both_languages() {
+    let tools = CodeBindingNamespace::new("tools")
+        .function(
+            "remove",
+            echo()
+                .description("Deletes a repository.")
+                .approval(code_runtime::ApprovalRule::Always),
+        )
+        .function(
+            "push",
+            echo().approval(code_runtime::ApprovalRule::When(json!({"required": ["force"]}))),
+        )
+        .function("read", echo());
+    for language in ["typescript", "python"] {
+        let text = describe(std::slice::from_ref(&tools), language).unwrap();
+        assert!(
+            text.contains("Deletes a repository.")
+                && text.contains("Each call waits for the user's approval; a denied call fails with the namespace's error, message `denied: <reason>`.")
+                && text.contains("A call with some arguments waits for the user's approval"),
+            "{language}: {text}"
+        );
+        assert_eq!(text.matches("approval").count(), 2, "{language}: only the marked functions");
+    }
+}
