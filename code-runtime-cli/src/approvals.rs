@@ -41,8 +41,9 @@ const DENIED: &str = "denied on the command line (--approvals deny)";
 
 /// The request's approvals under `mode`; `key` lets the run pause.
 pub(crate) fn approvals(mode: Mode, key: Option<CheckpointKey>) -> Approvals {
+    let can_pause = key.is_some();
     let approvals = match mode {
-        Mode::Ask => Approvals::new(Terminal::default()),
+        Mode::Ask => Approvals::new(Terminal { can_pause, ..Terminal::default() }),
         Mode::Deny => Approvals::new(Decision::deny(DENIED)),
         Mode::Allow => Approvals::new(Decision::Allow),
         Mode::Pause => Approvals::new(Decision::Pause),
@@ -198,13 +199,15 @@ impl Drop for CheckpointFile {
 }
 
 /// Asks the person at the terminal about each call, one line at a time: `y` allows, `a` allows
-/// this call and every later one of the run, `p` pauses (with --checkpoint), anything else
-/// denies.
+/// this call and every later one of the run, `p` pauses (offered only with --checkpoint),
+/// anything else denies.
 #[derive(Default)]
 struct Terminal {
     /// One question at a time.
     turn: tokio::sync::Mutex<()>,
     allow_rest: AtomicBool,
+    /// Whether the run may pause: [p]ause is offered then only.
+    can_pause: bool,
 }
 
 #[async_trait]
@@ -217,8 +220,9 @@ impl Approver for Terminal {
         if self.allow_rest.load(Ordering::Relaxed) {
             return Decision::Allow;
         }
+        let pause = if self.can_pause { ", [p]ause" } else { "" };
         let question = format!(
-            "code-runtime: call {} {}: allow? [y]es, [n]o, [a]ll of this run, [p]ause: ",
+            "code-runtime: call {} {}: allow? [y]es, [n]o, [a]ll of this run{pause}: ",
             request.call, request.summary
         );
         // The read waits on a blocking thread, which looks up every 100 ms whether the run still
@@ -234,7 +238,7 @@ impl Approver for Terminal {
                 self.allow_rest.store(true, Ordering::Relaxed);
                 Decision::Allow
             }
-            Some("p" | "pause") => Decision::Pause,
+            Some("p" | "pause") if self.can_pause => Decision::Pause,
             _ => Decision::deny("declined on the terminal"),
         }
     }

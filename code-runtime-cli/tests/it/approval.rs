@@ -279,8 +279,11 @@ fn ask_puts_one_question_per_call_on_the_terminal() {
     let program = scratch.write("p.ts", TYPESCRIPT);
     let run = ["run", program.as_str(), "--bindings", bindings.as_str(), "--approvals", "ask"];
     let transcript = on_a_terminal(&scratch, &run, &["y", "n"]);
+    // Without --checkpoint the run cannot pause, and the question does not offer it.
     assert!(
-        transcript.contains(r#"code-runtime: call 3 gh.delete_repo({"name":"infra"}): allow?"#),
+        transcript.contains(
+            r#"code-runtime: call 3 gh.delete_repo({"name":"infra"}): allow? [y]es, [n]o, [a]ll of this run: "#
+        ),
         "{transcript}"
     );
     assert!(
@@ -297,6 +300,7 @@ fn ask_puts_one_question_per_call_on_the_terminal() {
     let mut paused = run.to_vec();
     paused.extend(["--checkpoint", checkpoint.to_str().unwrap()]);
     let transcript = on_a_terminal(&scratch, &paused, &["p"]);
+    assert!(transcript.contains("[a]ll of this run, [p]ause: "), "{transcript}");
     assert!(transcript.contains(r#""paused":{"checkpoint":"#), "{transcript}");
     assert!(checkpoint.exists());
 }
