@@ -206,7 +206,7 @@ struct Terminal {
     /// One question at a time.
     turn: tokio::sync::Mutex<()>,
     allow_rest: AtomicBool,
-    /// Whether the run may pause: [p]ause is offered then only.
+    /// Whether the run may pause: only then is pausing offered.
     can_pause: bool,
 }
 
