@@ -160,6 +160,30 @@ impl BindingFunction {
         (self.call)(args)
     }
 
+    /// The same function (description, schemas, approval rule, and the compiled checks, shared)
+    /// calling `function` instead: for a host that declares its functions once and binds them to
+    /// each run's own context (the Python package binds them to the caller's event loop).
+    ///
+    /// ```
+    /// use code_runtime::{binding, json};
+    ///
+    /// let declared = binding(|_args| async { Err("not bound to a run".into()) })
+    ///     .description("Echoes its argument.");
+    /// let bound = declared.with_call(|args| async move { Ok(args.into_value()) });
+    /// assert_eq!(bound.description_text(), Some("Echoes its argument."));
+    /// ```
+    #[must_use]
+    pub fn with_call<F, Fut>(&self, function: F) -> BindingFunction
+    where
+        F: Fn(BindingArgs) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<JsonValue, BindingError>> + Send + 'static,
+    {
+        BindingFunction {
+            call: Arc::new(move |args| Box::pin(function(args))),
+            signature: self.signature.clone(),
+        }
+    }
+
     /// Describes the function to the model: the doc comment [`describe`](crate::describe) puts
     /// on its declaration.
     #[must_use]

@@ -12,6 +12,8 @@
 //! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning
 //!   out 20 upstream calls against the same 20 calls made directly by an MCP client
 //!   (`code-runtime-cli/tests/mcp/bench.py`, with the peers of `mcp-peers/`).
+//! - `wheel [--release] [--no-test] [PYTEST ARGS]`: the Python package built into a wheel,
+//!   installed into a fresh virtual environment and tested there (see `wheel.rs`).
 //! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
 //!   needs root (see `unprivileged.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
@@ -21,6 +23,7 @@ mod test_tools;
 mod tidy;
 mod toolchain;
 mod unprivileged;
+mod wheel;
 
 use std::process::ExitCode;
 
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         ]),
         Some("tidy") => tidy::run(),
         Some("unprivileged") => unprivileged::run(&rest),
+        Some("wheel") => wheel::run(&rest),
         Some("conformance") => conformance(&rest),
         Some("bench-mcp") => bench_mcp(&rest),
         Some("bench") => toolchain::cargo(
@@ -64,10 +68,10 @@ fn main() -> ExitCode {
             .concat(),
         ),
         Some(other) => Err(format!(
-            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged)"
+            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel)"
         )),
         None => {
-            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged)"
+            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel)"
                 .to_owned())
         }
     };

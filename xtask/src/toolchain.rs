@@ -89,10 +89,16 @@ pub(crate) fn cargo_command(args: &[&str]) -> Command {
     #[expect(clippy::disallowed_methods, reason = "xtask runs cargo, not a Python child")]
     let mut command = Command::new(cargo);
     command.args(args).current_dir(&root);
+    offline_v8(&mut command);
+    command
+}
+
+/// Points `command` (cargo, or a tool that runs cargo) at the offline V8 library when it exists
+/// and the caller has not named one.
+pub(crate) fn offline_v8(command: &mut Command) {
     if std::env::var_os("RUSTY_V8_ARCHIVE").is_none() {
-        if let Ok(archive) = root.join(OFFLINE_V8_ARCHIVE).canonicalize() {
+        if let Ok(archive) = project_root().join(OFFLINE_V8_ARCHIVE).canonicalize() {
             command.env("RUSTY_V8_ARCHIVE", archive);
         }
     }
-    command
 }

@@ -1,0 +1,266 @@
+"""Namespaces of Python functions a program calls, and how each call reaches its function."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Mapping,
+    Optional,
+    TypeVar,
+    Union,
+    overload,
+)
+
+from . import _native, _schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``True`` (every call needs approval), ``False``/``None`` (none), or
+#: ``{"when": <JSON Schema>}`` (the calls whose argument matches it).
+Approval = Union[bool, None, Mapping[str, Any]]
+
+
+class BindingError(Exception):
+    """Raise it from a function to reject the program's call with ``message`` and ``data``.
+
+    The program catches the namespace's error class with this message, and ``data`` (any JSON
+    value) as its ``data``. Any other exception rejects the call too, as
+    ``"<ExceptionType>: <message>"``, with the exception's ``data`` attribute if it has one.
+    """
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+@dataclass(frozen=True)
+class _Function:
+    function: Callable[..., Any]
+    signature: _schema.Signature
+    is_async: bool
+
+
+class Namespace:
+    """A global object of the program (``tools``) whose methods are Python functions.
+
+    >>> tools = Namespace("tools", error_class="ToolError")
+    >>> @tools.function
+    ... async def search(query: str, limit: int = 10) -> list[str]:
+    ...     '''Searches the index.'''
+    ...     return [query] * limit
+
+    The program calls ``await tools.search({"query": "x"})`` (TypeScript) or
+    ``await tools.search(query="x")`` (Python). A name that is not a usable identifier, or one that
+    would shadow what programs need, raises ``ContractError`` here.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: Optional[str] = None,
+        error_class: Optional[str] = None,
+        member_property: str = "tool",
+        functions_as_globals: bool = False,
+    ) -> None:
+        self._native = _native.NativeNamespace(
+            name,
+            description=description,
+            error_class=error_class,
+            member_property=member_property,
+            functions_as_globals=functions_as_globals,
+        )
+        self._functions: Dict[str, _Function] = {}
+
+    @property
+    def name(self) -> str:
+        """The program's global name of the namespace."""
+        return self._native.name
+
+    @property
+    def functions(self) -> list[str]:
+        """The names of its functions, in order."""
+        return self._native.functions
+
+    @overload
+    def function(self, function: F) -> F: ...
+
+    @overload
+    def function(
+        self,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        input_schema: Optional[Dict[str, Any]] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
+        approval: Approval = None,
+        validate_input: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def function(
+        self,
+        function: Optional[F] = None,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        input_schema: Optional[Dict[str, Any]] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
+        approval: Approval = None,
+        validate_input: bool = False,
+    ) -> Union[F, Callable[[F], F]]:
+        """Adds a function, as a decorator (bare or with options); returns it unchanged.
+
+        Its description is its docstring; its input schema comes from its parameters' hints (or a
+        single pydantic model parameter), its output schema from its return hint, unless given.
+        ``approval`` marks calls that wait for the run's approver. ``validate_input`` checks each
+        argument against the input schema before the function runs.
+        """
+
+        def add(function: F) -> F:
+            self.add(
+                function,
+                name=name,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                approval=approval,
+                validate_input=validate_input,
+            )
+            return function
+
+        return add(function) if function is not None else add
+
+    def add(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        input_schema: Optional[Dict[str, Any]] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
+        approval: Approval = None,
+        validate_input: bool = False,
+    ) -> None:
+        """Adds (or replaces) ``function`` under ``name`` (its ``__name__`` by default)."""
+        if not callable(function):
+            raise TypeError(f"a namespace function must be callable, not {type(function).__name__}")
+        name = name if name is not None else getattr(function, "__name__", None)
+        if not isinstance(name, str):
+            raise _native.ContractError("the function has no name: pass name=")
+        signature = _schema.signature_of(function, input_schema, output_schema)
+        if description is None:
+            description = inspect.getdoc(function) or None
+        self._native.add(
+            name,
+            description=description,
+            input_schema=signature.input_schema,
+            output_schema=signature.output_schema,
+            approval=approval,
+            validate_input=validate_input,
+        )
+        self._functions[name] = _Function(
+            function, signature, _is_async(function)
+        )
+
+    def _dispatcher(
+        self, loop: asyncio.AbstractEventLoop, context: contextvars.Context
+    ) -> _native.Invoke:
+        """The run's ``invoke(function, argument, reply)``: starts each call as a task on
+        ``loop``, in a copy of the context the run was started in."""
+        functions = dict(self._functions)
+        label = self.name
+
+        def invoke(
+            function: str, argument: Any, reply: _native.CallReply
+        ) -> Optional[Callable[[], None]]:
+            entry = functions.get(function)
+            if entry is None:  # the namespace changed between the declaration and this run
+                reply.reject(f"{label}.{function} is not a function of this run")
+                return None
+            call = _Call(entry, argument, reply, context)
+            try:
+                loop.call_soon_threadsafe(call.start, loop)
+            except RuntimeError:
+                reply.reject(f"{label}.{function}: the event loop of the run is closed")
+                return None
+            return functools.partial(call.cancel_from_any_thread, loop)
+
+        return invoke
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    while isinstance(function, functools.partial):
+        function = function.func
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)
+    )
+
+
+class _Call:
+    """One call of a Python function, on the run's event loop."""
+
+    __slots__ = ("entry", "argument", "reply", "context", "task", "cancelled")
+
+    def __init__(
+        self,
+        entry: _Function,
+        argument: Any,
+        reply: _native.CallReply,
+        context: contextvars.Context,
+    ) -> None:
+        self.entry = entry
+        self.argument = argument
+        self.reply = reply
+        self.context = context
+        self.task: Optional[asyncio.Future[Any]] = None
+        self.cancelled = False
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.cancelled or self.reply.done:
+            return
+        # Each call gets its own copy of the run's context, as asyncio gives each task one.
+        self.task = self.context.copy().run(loop.create_task, self._run(loop))
+
+    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            kwargs = _schema.arguments(self.entry.signature, self.argument)
+            if self.entry.is_async:
+                value = await self.entry.function(**kwargs)
+            else:
+                # A plain function may block: it runs on the loop's executor, not the loop.
+                call = functools.partial(self.entry.function, **kwargs)
+                value = await loop.run_in_executor(None, contextvars.copy_context().run, call)
+                if inspect.isawaitable(value):
+                    value = await value
+        except asyncio.CancelledError:
+            self.reply.reject("the call was cancelled")
+            raise
+        except BindingError as error:
+            self.reply.reject(error.message, error.data)
+        except _schema.ArgumentError as error:
+            self.reply.reject(f"TypeError: {error}")
+        except Exception as error:  # the program sees every failure of the function
+            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            self.reply.reject(message, getattr(error, "data", None))
+        else:
+            self.reply.resolve(value)
+
+    def cancel_from_any_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.call_soon_threadsafe(self._cancel)
+        except RuntimeError:  # the loop is closed: nothing runs on it any more
+            pass
+
+    def _cancel(self) -> None:
+        self.cancelled = True
+        if self.task is not None:
+            self.task.cancel()
+

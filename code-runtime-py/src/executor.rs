@@ -1,0 +1,42 @@
+//! The executor that polls runs started from Python: a tokio runtime of this module's own, with
+//! two worker threads, started on first use.
+//!
+//! Why not the caller's thread: a Python thread runs an event loop and holds the GIL; a run's
+//! host loop must go on while it does. Why not the reactor ([`code_runtime::provider::reactor`]):
+//! binding calls and events take the GIL on the thread that polls the run, and a reactor thread
+//! waiting for the GIL would hold up every run's timers and sockets.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime};
+
+static EXECUTOR: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// How long [`shutdown`] gives the runs still going to drop their substrates.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A handle to the executor, started on first use (again after [`shutdown`]).
+pub(crate) fn handle() -> std::io::Result<Handle> {
+    let mut slot = EXECUTOR.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(runtime) = slot.as_ref() {
+        return Ok(runtime.handle().clone());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("code-runtime-py")
+        .enable_all()
+        .build()?;
+    let handle = runtime.handle().clone();
+    *slot = Some(runtime);
+    Ok(handle)
+}
+
+/// Stops the executor (joining its threads) and then the reactor.
+pub(crate) fn shutdown() {
+    let runtime = EXECUTOR.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(runtime) = runtime {
+        runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    }
+    code_runtime::provider::reactor::shutdown();
+}

@@ -1,0 +1,56 @@
+//! `code_runtime._native`: the extension module under the Python package `code_runtime`
+//! (`python/code_runtime`, which is the API users import and type-check against).
+//!
+//! The split: Rust owns everything the contract says (providers, validation, the JSON rules,
+//! results) and every conversion between Python objects and [`JsonValue`]s, done without
+//! recursion whatever the depth ([`conversion`]). Python owns asyncio: each run's `done`
+//! callback, each binding call and each approval is handed to a Python callable that schedules
+//! the work on the caller's event loop and answers through a reply object ([`reply`]).
+//!
+//! Runs are polled on this module's executor ([`executor`]), never on a thread that holds the
+//! GIL: every method that may wait releases it first (`Python::detach`).
+//!
+//! [`JsonValue`]: code_runtime::JsonValue
+
+mod approver;
+mod conversion;
+mod event;
+mod executor;
+mod namespace;
+mod reply;
+mod runtime;
+
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    _native,
+    ContractError,
+    pyo3::exceptions::PyValueError,
+    "Misuse of the contract: an invalid namespace, function name, schema, limit or configuration, a per-run limit above the runtime's, a checkpoint that does not verify, or a closed runtime."
+);
+
+/// The Python exception for a contract misuse of the Rust side.
+pub(crate) fn contract_error(error: impl ToString) -> PyErr {
+    ContractError::new_err(error.to_string())
+}
+
+#[pymodule]
+mod _native {
+    #[pymodule_export]
+    use super::ContractError;
+    #[pymodule_export]
+    use super::namespace::NativeNamespace;
+    #[pymodule_export]
+    use super::reply::{CallReply, DecisionReply};
+    #[pymodule_export]
+    use super::runtime::{NativeRuntime, RunHandle, describe};
+
+    use pyo3::prelude::*;
+
+    /// Stops the executor and the reactor, joining their threads (the package registers it with
+    /// `atexit`). Runs still going are dropped, their substrates torn down.
+    #[pyfunction]
+    fn shutdown(py: Python<'_>) {
+        py.detach(super::executor::shutdown);
+    }
+}

@@ -1,0 +1,426 @@
+//! [`NativeRuntime`]: one provider (TypeScript on V8, or CPython) behind the package's `Runtime`;
+//! [`RunHandle`]: the run it started; [`describe`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use code_runtime::{
+    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeRunRequest, CodeRunResult, CodeRuntime,
+    ContractError, Decision, Decisions, Language, Limits, RunLimits,
+};
+use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
+use code_runtime_worker_thread::{
+    Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
+};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use tokio_util::sync::CancellationToken;
+
+use crate::approver::PythonApprover;
+use crate::namespace::NativeNamespace;
+use crate::{contract_error, conversion, event, executor};
+
+/// A provider for one language, with the key that signs its runs' checkpoints.
+#[pyclass(frozen, module = "code_runtime._native")]
+pub(crate) struct NativeRuntime {
+    runtime: Arc<dyn CodeRuntime>,
+    checkpoint_key: Option<CheckpointKey>,
+}
+
+/// The limit names, as the package's `Limits` spells them.
+const LIMIT_NAMES: [&str; 7] = [
+    "compute_ms",
+    "max_wall_ms",
+    "max_output_bytes",
+    "max_memory_mb",
+    "max_calls",
+    "max_calls_per_function",
+    "max_pending_calls",
+];
+
+/// The limits a dict sets, by name; a name not in [`LIMIT_NAMES`] or a value that is not a
+/// non-negative integer is misuse.
+fn limit_values(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(&'static str, u64)>> {
+    let Some(limits) = limits else { return Ok(Vec::new()) };
+    let mut values = Vec::new();
+    for (key, value) in limits.iter() {
+        let key: String = key.extract().map_err(|_| contract_error("limit names are str"))?;
+        let Some(name) = LIMIT_NAMES.iter().find(|name| **name == key) else {
+            return Err(contract_error(format!(
+                "unknown limit {key:?} (the limits are {})",
+                LIMIT_NAMES.join(", ")
+            )));
+        };
+        if value.is_none() {
+            continue;
+        }
+        let value: u64 = value
+            .extract()
+            .map_err(|_| contract_error(format!("limit {key} must be a non-negative int")))?;
+        values.push((*name, value));
+    }
+    Ok(values)
+}
+
+fn provider_limits(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
+    let mut out = Limits::default();
+    for (name, value) in limit_values(limits)? {
+        *match name {
+            "compute_ms" => &mut out.compute_ms,
+            "max_wall_ms" => &mut out.max_wall_ms,
+            "max_output_bytes" => &mut out.max_output_bytes,
+            "max_memory_mb" => &mut out.max_memory_mb,
+            "max_calls" => &mut out.max_calls,
+            "max_calls_per_function" => &mut out.max_calls_per_function,
+            _ => &mut out.max_pending_calls,
+        } = value;
+    }
+    out.validate().map_err(contract_error)?;
+    Ok(out)
+}
+
+fn run_limits(limits: Option<&Bound<'_, PyDict>>) -> PyResult<RunLimits> {
+    let mut out = RunLimits::default();
+    for (name, value) in limit_values(limits)? {
+        *match name {
+            "compute_ms" => &mut out.compute_ms,
+            "max_wall_ms" => &mut out.max_wall_ms,
+            "max_output_bytes" => &mut out.max_output_bytes,
+            "max_memory_mb" => &mut out.max_memory_mb,
+            "max_calls" => &mut out.max_calls,
+            "max_calls_per_function" => &mut out.max_calls_per_function,
+            _ => &mut out.max_pending_calls,
+        } = Some(value);
+    }
+    Ok(out)
+}
+
+fn limits_dict<'py>(py: Python<'py>, limits: &Limits) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, value) in [
+        ("compute_ms", limits.compute_ms),
+        ("max_wall_ms", limits.max_wall_ms),
+        ("max_output_bytes", limits.max_output_bytes),
+        ("max_memory_mb", limits.max_memory_mb),
+        ("max_calls", limits.max_calls),
+        ("max_calls_per_function", limits.max_calls_per_function),
+        ("max_pending_calls", limits.max_pending_calls),
+    ] {
+        dict.set_item(name, value)?;
+    }
+    Ok(dict)
+}
+
+/// The options of a provider, as `Runtime(...)` passes them.
+struct Options {
+    language: Language,
+    isolation: Option<String>,
+    limits: Limits,
+    cell_executable: Option<PathBuf>,
+    interpreter: Option<PathBuf>,
+    warm: bool,
+}
+
+fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
+    let Options { language, isolation, limits, cell_executable, interpreter, warm } = options;
+    match language {
+        Language::Python => {
+            if isolation.as_deref().is_some_and(|isolation| isolation != "process") {
+                return Err(contract_error(
+                    "isolation must be \"process\" for Python: it always runs in a sandbox cell",
+                ));
+            }
+            let mut config = PythonConfig { limits, warm_cell: warm, ..PythonConfig::default() };
+            if let Some(interpreter) = interpreter {
+                config.interpreter = interpreter;
+            }
+            match PythonCodeRuntime::new(config) {
+                Ok(runtime) => Ok(Arc::new(runtime)),
+                Err(PythonError::Config(error)) => Err(contract_error(error)),
+                Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
+            }
+        }
+        _ => {
+            let isolation = match isolation.as_deref() {
+                None | Some("process") => Isolation::Process,
+                Some("thread") => Isolation::Thread,
+                Some(other) => {
+                    return Err(contract_error(format!(
+                        "isolation must be \"process\" or \"thread\", not {other:?}"
+                    )));
+                }
+            };
+            if isolation == Isolation::Process && cell_executable.is_none() {
+                return Err(contract_error(
+                    "TypeScript with process isolation needs the `code-runtime` executable that \
+                     serves V8 cells (cell_executable); it is installed with this package",
+                ));
+            }
+            let config = WorkerThreadConfig {
+                limits,
+                isolation,
+                cell_executable,
+                warm,
+                machine_cache: code_runtime_sandbox::cache::user_dir(),
+                ..WorkerThreadConfig::default()
+            };
+            match WorkerThreadCodeRuntime::new(config) {
+                Ok(runtime) => Ok(Arc::new(runtime)),
+                Err(WorkerThreadError::Config(error)) => Err(contract_error(error)),
+                Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl NativeRuntime {
+    #[new]
+    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, warm = true, checkpoint_key = None))]
+    #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
+    fn new(
+        py: Python<'_>,
+        language: &str,
+        isolation: Option<String>,
+        limits: Option<&Bound<'_, PyDict>>,
+        cell_executable: Option<PathBuf>,
+        interpreter: Option<PathBuf>,
+        warm: bool,
+        checkpoint_key: Option<Vec<u8>>,
+    ) -> PyResult<Self> {
+        let language = language.as_language().map_err(contract_error)?;
+        let checkpoint_key =
+            checkpoint_key.map(CheckpointKey::new).transpose().map_err(contract_error)?;
+        let limits = provider_limits(limits)?;
+        let options = Options { language, isolation, limits, cell_executable, interpreter, warm };
+        // Starting may start a cell and wait for it: not with the GIL held.
+        let runtime = py.detach(|| start(options))?;
+        Ok(Self { runtime, checkpoint_key })
+    }
+
+    /// `"typescript"` or `"python"`.
+    #[getter]
+    fn language(&self) -> String {
+        self.runtime.language().to_owned()
+    }
+
+    /// `"worker-thread"` or `"process"`.
+    #[getter]
+    fn isolation(&self) -> String {
+        self.runtime.isolation().to_owned()
+    }
+
+    /// Every run's budgets.
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        limits_dict(py, self.runtime.limits())
+    }
+
+    /// Starts a run; `done(outcome)` is called once, from another thread, with the outcome
+    /// tuple the package turns into a `RunResult` or a `ContractError`.
+    #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None))]
+    #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python method")]
+    fn run(
+        &self,
+        code: String,
+        namespaces: Vec<(Bound<'_, NativeNamespace>, Py<PyAny>)>,
+        done: Py<PyAny>,
+        values: Option<&Bound<'_, PyDict>>,
+        limits: Option<&Bound<'_, PyDict>>,
+        call_tool: bool,
+        on_event: Option<Py<PyAny>>,
+        approver: Option<Py<PyAny>>,
+        approval_timeout_ms: Option<u64>,
+        resume: Option<(Vec<u8>, Bound<'_, PyDict>)>,
+    ) -> PyResult<RunHandle> {
+        let mut request = CodeRunRequest::new(code);
+        request.bindings = namespaces
+            .into_iter()
+            .map(|(namespace, invoke)| namespace.get().bound(invoke))
+            .collect();
+        if let Some(values) = values {
+            for (name, value) in values.iter() {
+                let name: String =
+                    name.extract().map_err(|_| contract_error("value names are str"))?;
+                let value = conversion::from_python(&value)
+                    .map_err(|why| contract_error(format!("value {name}: {why}")))?;
+                request = request.value(name, value);
+            }
+        }
+        request = request.limits(run_limits(limits)?);
+        if call_tool {
+            request = request.call_tool();
+        }
+        if let Some(deliver) = on_event {
+            request = request.events(event::sink(deliver));
+        }
+        if let Some(approvals) = self.approvals(approver, approval_timeout_ms, resume.is_some()) {
+            request = request.approvals(approvals);
+        }
+        if let Some((checkpoint, decisions)) = resume {
+            let resumed =
+                CodeRunRequest::resuming(checkpoint_from(&checkpoint)?, decided(&decisions)?);
+            request.resume = resumed.resume;
+        }
+        let executor = executor::handle().map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot start the executor: {error}"))
+        })?;
+        let token = CancellationToken::new();
+        request = request.signal(token.clone());
+        let runtime = self.runtime.clone();
+        executor.spawn(async move {
+            let outcome = runtime.run(request).await;
+            Python::try_attach(|py| {
+                let delivered =
+                    outcome_tuple(py, outcome).and_then(|outcome| done.call1(py, (outcome,)));
+                if let Err(error) = delivered {
+                    error.write_unraisable(py, None);
+                }
+            });
+        });
+        Ok(RunHandle { token })
+    }
+
+    /// Disposes the provider, then calls `done()` from another thread. Runs still going end as
+    /// `abort`; later runs are a `ContractError`.
+    fn close(&self, done: Py<PyAny>) -> PyResult<()> {
+        let executor = executor::handle().map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot start the executor: {error}"))
+        })?;
+        let runtime = self.runtime.clone();
+        executor.spawn(async move {
+            runtime.dispose().await;
+            Python::try_attach(|py| {
+                if let Err(error) = done.call0(py) {
+                    error.write_unraisable(py, None);
+                }
+            });
+        });
+        Ok(())
+    }
+
+    /// Disposes the provider and waits for it, the GIL released (for `atexit` and `with`).
+    fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        let executor = executor::handle().map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot start the executor: {error}"))
+        })?;
+        let runtime = self.runtime.clone();
+        py.detach(move || executor.block_on(runtime.dispose()));
+        Ok(())
+    }
+}
+
+impl NativeRuntime {
+    /// The approvals of a run: the approver's, or for a resume without one, a policy that
+    /// denies what still needs a decision (the checkpoint must still verify under the key).
+    fn approvals(
+        &self,
+        approver: Option<Py<PyAny>>,
+        timeout_ms: Option<u64>,
+        resuming: bool,
+    ) -> Option<Approvals> {
+        let mut approvals = match approver {
+            Some(decide) => Approvals::new(PythonApprover { decide }),
+            None if resuming => Approvals::new(Decision::deny("no approver")),
+            None => return None,
+        };
+        if let Some(key) = &self.checkpoint_key {
+            approvals = approvals.checkpoint_key(key.clone());
+        }
+        if let Some(timeout) = timeout_ms {
+            approvals = approvals.timeout(Duration::from_millis(timeout));
+        }
+        Some(approvals)
+    }
+}
+
+fn checkpoint_from(bytes: &[u8]) -> PyResult<Checkpoint> {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        contract_error("code-runtime: the checkpoint is not a checkpoint (not UTF-8)")
+    })?;
+    Checkpoint::from_json(text).map_err(|error| contract_error(ContractError::from(error)))
+}
+
+/// `{call: None}` allows a call, `{call: "reason"}` denies it.
+fn decided(decisions: &Bound<'_, PyDict>) -> PyResult<Decisions> {
+    let mut out = Decisions::new();
+    for (call, decision) in decisions.iter() {
+        let call: u64 =
+            call.extract().map_err(|_| contract_error("decisions are keyed by call number"))?;
+        out = match decision.extract::<Option<String>>() {
+            Ok(None) => out.allow(call),
+            Ok(Some(reason)) => out.deny(call, reason),
+            Err(_) => return Err(contract_error("a decision is None (allow) or a reason (deny)")),
+        };
+    }
+    Ok(out)
+}
+
+/// `("result", logs, value, error, paused)` or `("contract", message)`: `error` is
+/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`.
+fn outcome_tuple<'py>(
+    py: Python<'py>,
+    outcome: Result<CodeRunResult, ContractError>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut result = match outcome {
+        Ok(result) => result,
+        Err(error) => return PyTuple::new(py, ["contract".to_owned(), error.to_string()]),
+    };
+    let paused = match result.take_paused() {
+        Some(paused) => {
+            let pending = PyList::empty(py);
+            for call in &paused.pending {
+                let dict = PyDict::new(py);
+                dict.set_item("id", call.id)?;
+                dict.set_item("namespace", &call.namespace)?;
+                dict.set_item("function", &call.function)?;
+                dict.set_item("args", conversion::to_python(py, &call.args)?)?;
+                pending.append(dict)?;
+            }
+            let checkpoint = PyBytes::new(py, paused.checkpoint.to_json().as_bytes());
+            (checkpoint, pending).into_pyobject(py)?.into_any()
+        }
+        None => py.None().into_bound(py),
+    };
+    let value = match result.value() {
+        Some(value) => conversion::to_python(py, value)?,
+        None => py.None().into_bound(py),
+    };
+    let error = match result.error() {
+        Some(failure) => (failure.kind().as_str(), failure.message()).into_pyobject(py)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    let logs = PyList::new(py, result.logs())?;
+    PyTuple::new(
+        py,
+        ["result".into_pyobject(py)?.into_any(), logs.into_any(), value, error, paused],
+    )
+}
+
+/// A run started from Python; `cancel()` ends it as `abort` (`cancelled`).
+#[pyclass(frozen, module = "code_runtime._native")]
+pub(crate) struct RunHandle {
+    token: CancellationToken,
+}
+
+#[pymethods]
+impl RunHandle {
+    /// Cancels the run (idempotent); its `done` still comes, with an `abort` result.
+    fn cancel(&self) {
+        self.token.cancel();
+    }
+}
+
+/// What the model should read about `namespaces` in `language` (TypeScript declarations or
+/// Python stubs).
+#[pyfunction]
+pub(crate) fn describe(
+    namespaces: Vec<Bound<'_, NativeNamespace>>,
+    language: &str,
+) -> PyResult<String> {
+    let namespaces: Vec<_> =
+        namespaces.iter().map(|namespace| namespace.get().namespace()).collect();
+    code_runtime::describe(&namespaces, language).map_err(contract_error)
+}

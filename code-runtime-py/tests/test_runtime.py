@@ -1,0 +1,403 @@
+"""The package's API against both languages and both isolations."""
+
+import asyncio
+import dataclasses
+import datetime
+import threading
+from typing import Any, Dict, List
+
+import pytest
+
+from code_runtime import (
+    BindingError,
+    ContractError,
+    Decision,
+    Limits,
+    Namespace,
+    Runtime,
+    describe,
+)
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def program(rt: Runtime, python: str, typescript: str) -> str:
+    return python if rt.language == "python" else typescript
+
+
+def test_a_program_returns_a_value_and_its_logs(rt: Runtime) -> None:
+    code = program(rt, "print('hi')\nreturn {'n': 1 + 1}", "console.log('hi'); return {n: 1 + 1};")
+    result = run(rt.run(code))
+    assert result.ok
+    assert result.value == {"n": 2}
+    assert result.logs == ["hi"]
+    assert result.error is None
+
+
+def test_a_failing_program_is_a_result_not_an_exception(rt: Runtime) -> None:
+    code = program(rt, "raise ValueError('nope')", "throw new Error('nope');")
+    result = run(rt.run(code))
+    assert not result.ok
+    assert result.error is not None
+    assert result.error.kind == "exception"
+    assert "nope" in result.error.message
+    assert result.value is None
+
+
+def test_a_syntax_error_is_an_exception_result(rt: Runtime) -> None:
+    result = run(rt.run("return (("))
+    assert result.error is not None and result.error.kind == "exception"
+
+
+def tools_namespace() -> Namespace:
+    tools = Namespace("tools", error_class="ToolError")
+
+    @tools.function
+    async def add(a: int, b: int) -> int:
+        """Adds two integers."""
+        return a + b
+
+    @tools.function
+    def shout(text: str) -> str:
+        """A plain function: it runs on the loop's executor."""
+        return text.upper()
+
+    @tools.function
+    async def fail(code: int) -> None:
+        raise BindingError("it failed", {"code": code})
+
+    @tools.function
+    async def crash() -> None:
+        raise KeyError("missing")
+
+    @tools.function
+    async def weird(kind: str) -> Any:
+        return {"set": {1, 2}, "date": datetime.date(2026, 1, 1), "nan": float("nan")}[kind]
+
+    return tools
+
+
+def test_bindings_resolve_and_reject_with_data(rt: Runtime) -> None:
+    code = program(
+        rt,
+        """
+a = await tools.add(a=2, b=3)
+b = await tools.shout(text='hey')
+try:
+    await tools.fail(code=7)
+except ToolError as e:
+    c = [str(e), e.data, e.tool]
+try:
+    await tools.crash()
+except ToolError as e:
+    d = str(e)
+return [a, b, c, d]
+""",
+        """
+const a = await tools.add({a: 2, b: 3});
+const b = await tools.shout({text: 'hey'});
+let c, d;
+try { await tools.fail({code: 7}); } catch (e: any) { c = [e.message, e.data, e.tool, e instanceof ToolError]; }
+try { await tools.crash({}); } catch (e: any) { d = e.message; }
+return [a, b, c, d];
+""",
+    )
+    result = run(rt.run(code, namespaces=[tools_namespace()]))
+    assert result.error is None, result.error
+    a, b, c, d = result.value
+    assert (a, b) == (5, "HEY")
+    assert c[:3] == ["it failed", {"code": 7}, "fail"]
+    assert d == "KeyError: 'missing'"
+
+
+@pytest.mark.parametrize("kind", ["set", "date", "nan"])
+def test_a_value_that_is_not_json_rejects_the_call_with_a_type_error(
+    rt: Runtime, kind: str
+) -> None:
+    code = program(
+        rt,
+        f"""
+try:
+    await tools.weird(kind={kind!r})
+except ToolError as e:
+    return str(e)
+""",
+        f"try {{ await tools.weird({{kind: {kind!r}}}); }} catch (e: any) {{ return e.message; }}",
+    )
+    result = run(rt.run(code, namespaces=[tools_namespace()]))
+    assert result.error is None, result.error
+    assert result.value.startswith("TypeError: tools.weird returned ")
+    assert "not" in result.value
+
+
+def test_an_argument_that_does_not_fit_the_parameters_rejects_the_call(rt: Runtime) -> None:
+    code = program(
+        rt,
+        "try:\n    await tools.add(a=1)\nexcept ToolError as e:\n    return str(e)",
+        "try { await tools.add({a: 1}); } catch (e: any) { return e.message; }",
+    )
+    result = run(rt.run(code, namespaces=[tools_namespace()]))
+    assert result.value == "TypeError: missing argument 'b'"
+
+
+def test_values_are_read_only_globals(rt: Runtime) -> None:
+    code = program(rt, "return spec['n'] * 2", "return spec.n * 2;")
+    result = run(rt.run(code, values={"spec": {"n": 21}}))
+    assert result.value == 42
+
+
+def test_limits_time_out_a_loop(rt: Runtime) -> None:
+    code = program(rt, "while True:\n    pass", "while (true) {}")
+    result = run(rt.run(code, limits=Limits(max_wall_ms=300)))
+    assert result.error is not None and result.error.kind == "timeout"
+
+
+def test_a_limit_above_the_runtimes_is_a_contract_error(rt: Runtime) -> None:
+    with pytest.raises(ContractError, match="max_calls"):
+        run(rt.run("return 1", limits={"max_calls": 10**9}))
+
+
+def test_an_unknown_limit_is_a_contract_error() -> None:
+    with pytest.raises(ContractError, match="unknown limit"):
+        Runtime("python", limits={"max_wall": 5})
+    with pytest.raises(ContractError):
+        Runtime("python", limits=Limits(max_output_bytes=1))
+
+
+def test_bad_construction_is_a_contract_error() -> None:
+    with pytest.raises(ContractError):
+        Runtime("cobol")  # type: ignore[arg-type]
+    with pytest.raises(ContractError):
+        Runtime("python", isolation="thread")
+    with pytest.raises(ContractError):
+        Runtime("typescript", isolation="fiber")  # type: ignore[arg-type]
+
+
+def test_invalid_names_raise_at_construction() -> None:
+    with pytest.raises(ContractError):
+        Namespace("not valid")
+    with pytest.raises(ContractError):
+        Namespace("print")
+    with pytest.raises(ContractError):
+        Namespace("tools", error_class="not valid")
+    tools = Namespace("tools")
+
+    async def f() -> None:
+        return None
+
+    with pytest.raises(ContractError):
+        tools.add(f, input_schema={"type": 12}, validate_input=True)
+    with pytest.raises(ContractError):
+        Namespace("bare", functions_as_globals=True).add(f, name="no spaces")
+    with pytest.raises(ContractError):
+        tools.add(f, approval={"when": {"type": 12}, "also": 1})
+    assert tools.functions == []
+
+
+def test_a_closed_runtime_raises() -> None:
+    async def main() -> None:
+        rt = Runtime("typescript", isolation="thread")
+        assert (await rt.run("return 1")).value == 1
+        await rt.close()
+        assert rt.closed
+        with pytest.raises(ContractError):
+            await rt.run("return 1")
+
+    run(main())
+
+
+def test_cancelling_the_task_aborts_the_run_and_its_calls(rt: Runtime) -> None:
+    stopped = threading.Event()
+    tools = Namespace("tools")
+
+    @tools.function
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            stopped.set()
+
+    code = program(rt, "await tools.forever()", "await tools.forever();")
+
+    async def main() -> None:
+        task = asyncio.ensure_future(rt.run(code, namespaces=[tools]))
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if forever_started():
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(500):
+            if stopped.is_set():
+                break
+            await asyncio.sleep(0.01)
+        # The runtime goes on.
+        assert (await rt.run("return 7")).value == 7
+
+    calls: List[Dict[str, Any]] = []
+
+    def forever_started() -> bool:
+        return bool(calls)
+
+    original = tools._functions["forever"].function
+
+    async def recording() -> None:
+        calls.append({})
+        await original()
+
+    tools.add(recording, name="forever")
+    run(main())
+    assert stopped.is_set()
+
+
+def test_a_hundred_runs_at_once_on_one_loop(rt: Runtime) -> None:
+    tools = Namespace("tools")
+
+    @tools.function
+    async def double(n: int) -> int:
+        await asyncio.sleep(0)
+        return n * 2
+
+    async def one(n: int) -> Any:
+        code = program(rt, f"return await tools.double(n={n})", f"return await tools.double({{n: {n}}});")
+        return (await rt.run(code, namespaces=[tools])).value
+
+    async def main() -> List[Any]:
+        return list(await asyncio.gather(*(one(n) for n in range(100))))
+
+    assert run(main()) == [n * 2 for n in range(100)]
+
+
+def test_runs_from_several_threads_and_loops(ts_thread_rt: Runtime, python_rt: Runtime) -> None:
+    results: List[Any] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        rt = ts_thread_rt if n % 2 else python_rt
+        value = asyncio.run(rt.run(f"return {n}")).value
+        with lock:
+            results.append(value)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == list(range(6))
+
+
+def test_events_arrive_on_the_loop(rt: Runtime) -> None:
+    events: List[Dict[str, Any]] = []
+    code = program(
+        rt,
+        "print('a')\nreturn await tools.add(a=1, b=1)",
+        "console.log('a'); return await tools.add({a: 1, b: 1});",
+    )
+
+    async def main() -> Any:
+        result = await rt.run(code, namespaces=[tools_namespace()], on_event=events.append)
+        await asyncio.sleep(0.05)
+        return result
+
+    assert run(main()).value == 2
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "log" and kinds[-1] == "end"
+    assert "call" in kinds and "settled" in kinds
+    call = next(event for event in events if event["type"] == "call")
+    assert call["namespace"] == "tools" and call["args"] == {"a": 1, "b": 1}
+
+
+def test_describe_renders_declarations() -> None:
+    tools = tools_namespace()
+    ts = describe([tools], "typescript")
+    assert "add(" in ts and "Adds two integers." in ts
+    py = describe([tools], "python")
+    assert "def add(" in py
+    with pytest.raises(ContractError):
+        describe([tools], "cobol")  # type: ignore[arg-type]
+
+
+def test_a_pydantic_model_parameter(rt: Runtime) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Query(pydantic.BaseModel):  # type: ignore[misc, name-defined]
+        text: str
+        limit: int = 3
+
+    tools = Namespace("tools", error_class="ToolError")
+
+    @tools.function
+    async def search(query: Query) -> List[str]:  # type: ignore[valid-type]
+        return [query.text] * query.limit  # type: ignore[attr-defined]
+
+    assert '"limit"' in str(tools._functions["search"].signature.input_schema) or "limit" in str(
+        tools._functions["search"].signature.input_schema
+    )
+    code = program(rt, "return await tools.search(text='x', limit=2)", "return await tools.search({text: 'x', limit: 2});")
+    assert run(rt.run(code, namespaces=[tools])).value == ["x", "x"]
+
+
+def test_a_dataclass_result_converts(rt: Runtime) -> None:
+    @dataclasses.dataclass
+    class Hit:
+        title: str
+        score: float
+
+    tools = Namespace("tools")
+
+    @tools.function
+    async def hit() -> Hit:
+        return Hit("a", 0.5)
+
+    code = program(rt, "return await tools.hit()", "return await tools.hit();")
+    assert run(rt.run(code, namespaces=[tools])).value == {"title": "a", "score": 0.5}
+
+
+def test_approvals_allow_deny_and_pause_resume() -> None:
+    key = b"k" * 32
+    tools = Namespace("tools", error_class="ToolError")
+    deleted: List[str] = []
+
+    @tools.function(approval=True)
+    async def delete(name: str) -> str:
+        deleted.append(name)
+        return f"deleted {name}"
+
+    code = """
+try:
+    return await tools.delete(name='infra')
+except ToolError as e:
+    return 'caught: ' + str(e)
+"""
+
+    async def main() -> None:
+        async with Runtime("python", checkpoint_key=key) as rt:
+            denied = await rt.run(code, namespaces=[tools], approver=lambda r: Decision.deny("no"))
+            assert denied.value == "caught: denied: no"
+            assert deleted == []
+            seen = []
+
+            async def allow(request: Any) -> bool:
+                seen.append((request.namespace, request.function, request.args, request.call))
+                return True
+
+            allowed = await rt.run(code, namespaces=[tools], approver=allow)
+            assert allowed.value == "deleted infra"
+            assert seen == [("tools", "delete", {"name": "infra"}, 1)]
+            paused = await rt.run(code, namespaces=[tools], approver=lambda r: Decision.pause())
+            assert paused.paused and not paused.ok and paused.checkpoint
+            assert [(p.id, p.function, p.args) for p in paused.pending] == [
+                (1, "delete", {"name": "infra"})
+            ]
+            resumed = await rt.resume(paused.checkpoint, {1: True}, namespaces=[tools])
+            assert resumed.value == "deleted infra"
+            forged = paused.checkpoint.replace(b"infra", b"prod!")
+            with pytest.raises(ContractError):
+                await rt.resume(forged, {1: True}, namespaces=[tools])
+            no_approver = await rt.run(code, namespaces=[tools])
+            assert no_approver.value.startswith("caught: denied")
+
+    run(main())
