@@ -59,3 +59,49 @@ def test_misuse_is_exit_code_2_with_one_line() -> None:
 
 def test_the_command_is_on_path_of_the_environment() -> None:
     assert shutil.which("code-runtime", path=str(pathlib.Path(sys.executable).parent))
+
+
+def test_uvx_serves_code_mode_over_mcp_from_the_wheel(tmp_path: pathlib.Path) -> None:
+    """`uvx code-runtime mcp`, as an MCP client registers it, offline, from the wheel under test."""
+    import asyncio
+    import os
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    wheel = os.environ.get("CODE_RUNTIME_WHEEL")
+    assert wheel, "cargo xtask wheel names the wheel under test in CODE_RUNTIME_WHEEL"
+    uvx = pathlib.Path(sys.executable).parent / "uvx"
+    bindings = tmp_path / "bindings.json"
+    bindings.write_text(
+        json.dumps({"namespaces": [{"global": "tools", "functions": {"echo": {"echo": True}}}]})
+    )
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"servers": {}, "bindings": str(bindings)}))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+        "UV_TOOL_DIR": str(tmp_path / "uv-tools"),
+        "UV_PYTHON": sys.executable,
+        "UV_OFFLINE": "1",
+        "UV_NO_CONFIG": "1",
+    }
+    transport = StdioTransport(
+        command=str(uvx),
+        args=["--from", wheel, "code-runtime", "mcp", "--config", str(config)],
+        env=env,
+    )
+
+    async def main() -> None:
+        async with Client(transport) as client:
+            names = {tool.name for tool in await client.list_tools()}
+            assert "run_code" in names
+            result = await client.call_tool(
+                "run_code",
+                {"code": "return await tools.echo({n: 6 * 7})", "language": "typescript"},
+            )
+            assert not result.is_error
+            assert json.loads(result.content[0].text) == {"logs": [], "value": {"n": 42}}  # type: ignore[union-attr]
+
+    asyncio.run(main())

@@ -102,7 +102,8 @@ fn test(wheel: &Path, pytest_args: &[&str]) -> Result<(), String> {
             .args(pytest_args)
             .current_dir(&venv)
             // The installed command is the one on PATH, as a user's activated environment has it.
-            .env("PATH", path_with(&venv.join("bin"))),
+            .env("PATH", path_with(&venv.join("bin")))
+            .env("CODE_RUNTIME_WHEEL", wheel),
         "pytest (the installed wheel)",
     )
 }
