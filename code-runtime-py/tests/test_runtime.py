@@ -401,3 +401,78 @@ except ToolError as e:
             assert no_approver.value.startswith("caught: denied")
 
     run(main())
+
+
+def test_the_event_loop_runs_while_a_program_computes(ts_thread_rt: Runtime) -> None:
+    """The GIL is released while Rust runs: the caller's loop goes on during a busy program."""
+
+    async def main() -> int:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.005)
+
+        task = asyncio.ensure_future(ticker())
+        code = "const end = Date.now() + 400; let n = 0; while (Date.now() < end) n++; return n > 0;"
+        result = await ts_thread_rt.run(code)
+        stop.set()
+        await task
+        assert result.value is True
+        return ticks
+
+    assert run(main()) >= 10
+
+
+def test_an_approver_that_fails_denies(python_rt: Runtime) -> None:
+    tools = Namespace("tools", error_class="ToolError")
+
+    @tools.function(approval={"when": {"properties": {"force": {"const": True}}, "required": ["force"]}})
+    async def write(force: bool = False) -> str:
+        return "written"
+
+    def broken(request: Any) -> Decision:
+        raise RuntimeError("approver down")
+
+    code = """
+out = [await tools.write(force=False)]
+try:
+    await tools.write(force=True)
+except ToolError as e:
+    out.append(str(e))
+return out
+"""
+    result = run(python_rt.run(code, namespaces=[tools], approver=broken))
+    assert result.error is None, result.error
+    assert result.value[0] == "written"
+    assert "approver down" in result.value[1] and result.value[1].startswith("denied: ")
+
+
+def test_a_sync_approver_and_a_pause_without_a_key_denies(python_rt: Runtime) -> None:
+    tools = Namespace("tools", error_class="ToolError")
+
+    @tools.function(approval=True)
+    def act() -> str:
+        return "done"
+
+    code = "try:\n    return await tools.act()\nexcept ToolError as e:\n    return str(e)"
+    allowed = run(python_rt.run(code, namespaces=[tools], approver=lambda r: True))
+    assert allowed.value == "done"
+    paused = run(python_rt.run(code, namespaces=[tools], approver=lambda r: Decision.pause()))
+    assert not paused.paused
+    assert paused.value.startswith("denied: ")
+
+
+def test_a_binding_answer_over_the_output_budget_is_a_clear_result(rt: Runtime) -> None:
+    tools = Namespace("tools")
+
+    @tools.function
+    async def big() -> str:
+        return "x" * 200_000
+
+    code = program(rt, "return await tools.big()", "return await tools.big();")
+    result = run(rt.run(code, namespaces=[tools], limits=Limits(max_output_bytes=10_000)))
+    assert result.error is not None and result.error.kind == "output-limit"

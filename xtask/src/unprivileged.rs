@@ -5,7 +5,8 @@
 //! itself; an unprivileged one maps the cell to its own uid and binds by path). `cargo xtask
 //! test` runs everything as the invoking user; this runs the suites that exercise containment
 //! (`code-runtime-sandbox`, `code-runtime-python`, and the TypeScript provider's `process`
-//! isolation and attacks) as the user [`USER`], created when missing.
+//! isolation and attacks), and the Python package's suites against its installed wheel, as the
+//! user [`USER`], created when missing.
 //! It needs root, to create the user and switch to it.
 
 use std::io::{BufRead, BufReader};
@@ -43,7 +44,7 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     std::os::unix::fs::chown(&home, Some(uid), Some(gid))
         .map_err(|error| format!("{}: {error}", home.display()))?;
     let fixture = Submount::make()?;
-    let outcome = run_all(&binaries, &home, &fixture.dir, extra);
+    let outcome = run_all(&binaries, &home, &fixture.dir, extra).and_then(|()| wheel_suite(&home));
     drop(fixture);
     let _ = std::fs::remove_dir_all(&home);
     outcome
@@ -132,6 +133,47 @@ fn run_all(
         return Err("no test ran".to_owned());
     }
     Ok(())
+}
+
+/// The Python package's API and hostile suites, as [`USER`], against the wheel `cargo xtask
+/// wheel` installed (its environment's site-packages on `PYTHONPATH`, run by the system's
+/// `python3`: the environment's own interpreter lives under `/root`).
+fn wheel_suite(home: &Path) -> Result<(), String> {
+    let root = toolchain::project_root();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let lib = target.join("wheel-venv/lib");
+    let site = std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|mut dirs| dirs.find_map(|dir| dir.ok()))
+        .map(|dir| dir.path().join("site-packages"));
+    let Some(site) = site.filter(|site| site.is_dir()) else {
+        return Err(format!(
+            "no wheel environment in {} (`cargo xtask wheel` makes it; .ci/run runs it first)",
+            lib.display()
+        ));
+    };
+    let tests = root.join("code-runtime-py/tests");
+    println!("== as {USER}: the Python package's suites (installed wheel)");
+    #[expect(clippy::disallowed_methods, reason = "xtask runs the wheel's test suite")]
+    let status = Command::new("setpriv")
+        .args([&format!("--reuid={USER}"), &format!("--regid={USER}"), "--clear-groups"])
+        .arg("env")
+        .arg("-i")
+        .arg(format!("PATH={PATH}"))
+        .arg(format!("HOME={}", home.display()))
+        .arg(format!("PYTHONPATH={}", site.display()))
+        .args(["/usr/bin/python3", "-m", "pytest", "-p", "no:cacheprovider", "-q"])
+        .arg(tests.join("test_runtime.py"))
+        .arg(tests.join("test_hostile.py"))
+        .current_dir(&tests)
+        .status()
+        .map_err(|error| format!("cannot run setpriv: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the Python package's suites failed as {USER} ({status})"))
+    }
 }
 
 /// Creates [`USER`] unless it exists.

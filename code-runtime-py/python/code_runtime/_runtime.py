@@ -177,6 +177,8 @@ def cell_executable() -> Optional[str]:
     return None
 
 
+_installed_command = cell_executable
+
 _open_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
 
 
@@ -220,7 +222,7 @@ class Runtime:
             raise ContractError(f'language must be "python" or "typescript", not {language!r}')
         executable = cell_executable
         if language == "typescript" and isolation != "thread" and executable is None:
-            executable = globals()["cell_executable"]()
+            executable = _installed_command()
         self._native = _native.NativeRuntime(
             language,
             isolation=isolation,
