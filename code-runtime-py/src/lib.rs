@@ -3,11 +3,11 @@
 //!
 //! The split: Rust owns everything the contract says (providers, validation, the JSON rules,
 //! results) and every conversion between Python objects and [`JsonValue`]s, done without
-//! recursion whatever the depth ([`conversion`]). Python owns asyncio: each run's `done`
+//! recursion whatever the depth (`conversion.rs`). Python owns asyncio: each run's `done`
 //! callback, each binding call and each approval is handed to a Python callable that schedules
-//! the work on the caller's event loop and answers through a reply object ([`reply`]).
+//! the work on the caller's event loop and answers through a reply object (`reply.rs`).
 //!
-//! Runs are polled on this module's executor ([`executor`]), never on a thread that holds the
+//! Runs are polled on this module's executor (`executor.rs`), never on a thread that holds the
 //! GIL: every method that may wait releases it first (`Python::detach`).
 //!
 //! [`JsonValue`]: code_runtime::JsonValue
