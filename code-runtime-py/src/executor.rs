@@ -1,10 +1,9 @@
-//! The executor that polls runs started from Python: a tokio runtime of this module's own, with
-//! two worker threads, started on first use.
+//! The executor of what a provider does outside any run (disposal): a tokio runtime of this
+//! module's own, with one worker thread, started on first use. Runs themselves are polled on the
+//! caller's event loop (`driver.rs`).
 //!
-//! Why not the caller's thread: a Python thread runs an event loop and holds the GIL; a run's
-//! host loop must go on while it does. Why not the reactor ([`code_runtime::provider::reactor`]):
-//! binding calls and events take the GIL on the thread that polls the run, and a reactor thread
-//! waiting for the GIL would hold up every run's timers and sockets.
+//! Why not the reactor ([`code_runtime::provider::reactor`]): `done` callbacks take the GIL, and
+//! a reactor thread waiting for the GIL would hold up every run's timers and sockets.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -23,7 +22,7 @@ pub(crate) fn handle() -> std::io::Result<Handle> {
         return Ok(runtime.handle().clone());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("code-runtime-py")
         .enable_all()
         .build()?;

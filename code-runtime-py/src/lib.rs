@@ -7,13 +7,15 @@
 //! callback, each binding call and each approval is handed to a Python callable that schedules
 //! the work on the caller's event loop and answers through a reply object (`reply.rs`).
 //!
-//! Runs are polled on this module's executor (`executor.rs`), never on a thread that holds the
-//! GIL: every method that may wait releases it first (`Python::detach`).
+//! Runs are polled on the caller's event loop thread, with the GIL released while they are
+//! (`driver.rs`); disposal runs on this module's executor (`executor.rs`). Every method that may
+//! wait releases the GIL first (`Python::detach`).
 //!
 //! [`JsonValue`]: code_runtime::JsonValue
 
 mod approver;
 mod conversion;
+mod driver;
 mod event;
 mod executor;
 mod namespace;
@@ -39,11 +41,13 @@ mod _native {
     #[pymodule_export]
     use super::ContractError;
     #[pymodule_export]
+    use super::driver::RunDriver;
+    #[pymodule_export]
     use super::namespace::NativeNamespace;
     #[pymodule_export]
     use super::reply::{CallReply, DecisionReply};
     #[pymodule_export]
-    use super::runtime::{NativeRuntime, RunHandle, describe};
+    use super::runtime::{NativeRuntime, describe};
 
     use pyo3::prelude::*;
 

@@ -1,5 +1,5 @@
 //! [`NativeRuntime`]: one provider (TypeScript on V8, or CPython) behind the package's `Runtime`;
-//! [`RunHandle`]: the run it started; [`describe`].
+//! [`describe`]. Each run is a [`RunDriver`] the caller's event loop polls.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use crate::approver::PythonApprover;
+use crate::driver::{RunDriver, RunFuture};
 use crate::namespace::NativeNamespace;
 use crate::{contract_error, conversion, event, executor};
 
@@ -218,8 +219,9 @@ impl NativeRuntime {
         limits_dict(py, self.runtime.limits())
     }
 
-    /// Starts a run; `done(outcome)` is called once, from another thread, with the outcome
-    /// tuple the package turns into a `RunResult` or a `ContractError`.
+    /// A run of `code`, to be polled on the caller's event loop ([`RunDriver`]); `done(outcome)`
+    /// is called once, on that loop's thread, with the outcome tuple the package turns into a
+    /// `RunResult` or a `ContractError`.
     #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python method")]
     fn run(
@@ -234,7 +236,7 @@ impl NativeRuntime {
         approver: Option<Py<PyAny>>,
         approval_timeout_ms: Option<u64>,
         resume: Option<(Vec<u8>, Bound<'_, PyDict>)>,
-    ) -> PyResult<RunHandle> {
+    ) -> PyResult<RunDriver> {
         let mut request = CodeRunRequest::new(code);
         request.bindings = namespaces
             .into_iter()
@@ -264,23 +266,13 @@ impl NativeRuntime {
                 CodeRunRequest::resuming(checkpoint_from(&checkpoint)?, decided(&decisions)?);
             request.resume = resumed.resume;
         }
-        let executor = executor::handle().map_err(|error| {
-            PyRuntimeError::new_err(format!("cannot start the executor: {error}"))
-        })?;
         let token = CancellationToken::new();
         request = request.signal(token.clone());
         let runtime = self.runtime.clone();
-        executor.spawn(async move {
-            let outcome = runtime.run(request).await;
-            Python::try_attach(|py| {
-                let delivered =
-                    outcome_tuple(py, outcome).and_then(|outcome| done.call1(py, (outcome,)));
-                if let Err(error) = delivered {
-                    error.write_unraisable(py, None);
-                }
-            });
-        });
-        Ok(RunHandle { token })
+        let future: RunFuture = Box::pin(async move { runtime.run(request).await });
+        RunDriver::new(future, done, token).map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot make the run's eventfd: {error}"))
+        })
     }
 
     /// Disposes the provider, then calls `done()` from another thread. Runs still going end as
@@ -360,7 +352,7 @@ fn decided(decisions: &Bound<'_, PyDict>) -> PyResult<Decisions> {
 
 /// `("result", logs, value, error, paused)` or `("contract", message)`: `error` is
 /// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`.
-fn outcome_tuple<'py>(
+pub(crate) fn outcome_tuple<'py>(
     py: Python<'py>,
     outcome: Result<CodeRunResult, ContractError>,
 ) -> PyResult<Bound<'py, PyTuple>> {
@@ -397,20 +389,6 @@ fn outcome_tuple<'py>(
         py,
         ["result".into_pyobject(py)?.into_any(), logs.into_any(), value, error, paused],
     )
-}
-
-/// A run started from Python; `cancel()` ends it as `abort` (`cancelled`).
-#[pyclass(frozen, module = "code_runtime._native")]
-pub(crate) struct RunHandle {
-    token: CancellationToken,
-}
-
-#[pymethods]
-impl RunHandle {
-    /// Cancels the run (idempotent); its `done` still comes, with an `abort` result.
-    fn cancel(&self) {
-        self.token.cancel();
-    }
 }
 
 /// What the model should read about `namespaces` in `language` (TypeScript declarations or

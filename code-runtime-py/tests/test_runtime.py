@@ -476,3 +476,38 @@ def test_a_binding_answer_over_the_output_budget_is_a_clear_result(rt: Runtime) 
     code = program(rt, "return await tools.big()", "return await tools.big();")
     result = run(rt.run(code, namespaces=[tools], limits=Limits(max_output_bytes=10_000)))
     assert result.error is not None and result.error.kind == "output-limit"
+
+
+def test_a_blocking_close_does_not_wait_for_runs_no_loop_will_poll() -> None:
+    """Runs are polled on their loop: a close from a thread whose loop stopped (or is this
+    thread's own) drops them instead of waiting forever."""
+    rt = Runtime("typescript", isolation="thread")
+    tools = Namespace("tools")
+    started = threading.Event()
+
+    @tools.function
+    async def forever() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(rt.run("await tools.forever();", namespaces=[tools]))
+    while not started.is_set():
+        loop.run_until_complete(asyncio.sleep(0.01))
+    # The loop is stopped with the run in flight; nothing will poll it again.
+    rt.close_now()
+    assert rt.closed
+    task.cancel()
+    loop.close()
+
+
+def test_a_sync_close_inside_the_loop_of_a_cancelled_run() -> None:
+    async def main() -> None:
+        with Runtime("typescript", isolation="thread") as rt:
+            run_task = asyncio.ensure_future(rt.run("while (true) {}"))
+            await asyncio.sleep(0.2)
+            run_task.cancel()
+        # `with` closed it here, on this loop's thread, without waiting on this loop.
+        assert rt.closed
+
+    run(main())

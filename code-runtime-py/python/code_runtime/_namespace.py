@@ -187,13 +187,41 @@ class Namespace:
                 return None
             call = _Call(entry, argument, reply, context)
             try:
-                loop.call_soon_threadsafe(call.start, loop)
+                # Runs are polled on their loop, so this is its thread: the task starts now.
+                on_loop(loop, call.start, loop)
             except RuntimeError:
                 reply.reject(f"{label}.{function}: the event loop of the run is closed")
                 return None
-            return functools.partial(call.cancel_from_any_thread, loop)
+            return functools.partial(on_loop, loop, call.cancel)
 
         return invoke
+
+
+def on_loop(
+    loop: asyncio.AbstractEventLoop,
+    callback: Callable[..., Any],
+    *args: Any,
+    context: Optional[contextvars.Context] = None,
+) -> None:
+    """Calls ``callback(*args)`` on ``loop``: at once when this is the loop's thread (a run's
+    callbacks come from its poll, there), else scheduled thread-safely. ``RuntimeError`` when the
+    loop is closed."""
+    if loop.is_closed():
+        raise RuntimeError("the event loop is closed")
+    if _running_loop() is loop:
+        if context is None:
+            callback(*args)
+        else:
+            context.run(callback, *args)
+    else:
+        loop.call_soon_threadsafe(callback, *args, context=context)
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _is_async(function: Callable[..., Any]) -> bool:
@@ -253,13 +281,7 @@ class _Call:
         else:
             self.reply.resolve(value)
 
-    def cancel_from_any_thread(self, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            loop.call_soon_threadsafe(self._cancel)
-        except RuntimeError:  # the loop is closed: nothing runs on it any more
-            pass
-
-    def _cancel(self) -> None:
+    def cancel(self) -> None:
         self.cancelled = True
         if self.task is not None:
             self.task.cancel()

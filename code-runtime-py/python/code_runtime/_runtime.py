@@ -25,7 +25,7 @@ from typing import (
 )
 
 from . import _native
-from ._namespace import Namespace
+from ._namespace import Namespace, on_loop
 
 ContractError = _native.ContractError
 
@@ -233,6 +233,7 @@ class Runtime:
             checkpoint_key=checkpoint_key,
         )
         self._closed = False
+        self._runs: "weakref.WeakSet[_Run]" = weakref.WeakSet()
         _open_runtimes.add(self)
 
     @property
@@ -269,6 +270,8 @@ class Runtime:
         """Disposes the runtime: runs still going end as ``abort``, later runs raise
         :class:`ContractError`. Idempotent."""
         self._closed = True
+        for run in list(self._runs):
+            run.abandon_unless_polled(blocking=False)
         loop = asyncio.get_running_loop()
         finished = loop.create_future()
 
@@ -282,8 +285,11 @@ class Runtime:
         await finished
 
     def close_now(self) -> None:
-        """:meth:`close`, waiting in this thread (outside an event loop)."""
+        """:meth:`close`, waiting in this thread. Runs on event loops that will not poll them
+        again (closed, stopped, or this thread's own) are dropped rather than waited for."""
         self._closed = True
+        for run in list(self._runs):
+            run.abandon_unless_polled(blocking=True)
         self._native.close_blocking()
 
     def describe(self, namespaces: Sequence[Namespace]) -> str:
@@ -380,12 +386,12 @@ class Runtime:
 
         def done(outcome: Tuple[Any, ...]) -> None:
             try:
-                loop.call_soon_threadsafe(_settle, finished, outcome)
+                on_loop(loop, _settle, finished, outcome)
             except RuntimeError:  # the loop closed: nobody waits for this run
                 pass
 
         bound = [(ns._native, ns._dispatcher(loop, context)) for ns in namespaces]
-        handle = self._native.run(
+        driver = self._native.run(
             code,
             bound,
             done,
@@ -399,12 +405,59 @@ class Runtime:
             ),
             resume=resume,
         )
+        # The run is polled on this loop: whenever its eventfd rings, and once now.
+        run = _Run(driver, loop)
+        self._runs.add(run)
+        loop.add_reader(driver.fd, run.poll)
+        try:
+            run.poll()
+        except BaseException:
+            loop.remove_reader(driver.fd)
+            driver.abandon()
+            raise
         try:
             outcome = await asyncio.shield(finished)
         except asyncio.CancelledError:
-            handle.cancel()
+            driver.cancel()  # it ends as `abort` at its next poll, on this loop
             raise
         return _result(outcome)
+
+
+class _Run:
+    """A run in flight on ``loop``, polled from the loop's reader callback."""
+
+    __slots__ = ("driver", "loop", "__weakref__")
+
+    def __init__(self, driver: _native.RunDriver, loop: asyncio.AbstractEventLoop) -> None:
+        self.driver = driver
+        self.loop = loop
+
+    def poll(self) -> None:
+        try:
+            ended = self.driver.poll()
+        except BaseException:
+            self.loop.remove_reader(self.driver.fd)
+            self.driver.abandon()
+            raise
+        if ended:
+            self.loop.remove_reader(self.driver.fd)
+
+    def abandon_unless_polled(self, blocking: bool) -> None:
+        """Before a close: a run whose loop will not poll it again (closed, stopped, or, for a
+        blocking close, this thread's own loop, which the close blocks) is dropped, so disposal
+        does not wait for it forever."""
+        if self.driver.finished:
+            return
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if (
+            self.loop.is_closed()
+            or not self.loop.is_running()
+            or (blocking and self.loop is current)
+        ):
+            self.driver.abandon()
 
 
 def _settle(future: "asyncio.Future[Any]", value: Any) -> None:
@@ -431,7 +484,7 @@ def _event_trampoline(
 ) -> Callable[[Dict[str, Any]], None]:
     def deliver(event: Dict[str, Any]) -> None:
         try:
-            loop.call_soon_threadsafe(_call_handler, on_event, event, context=context)
+            on_loop(loop, _call_handler, on_event, event, context=context)
         except RuntimeError:  # the loop closed
             pass
 
@@ -472,7 +525,7 @@ def _approver_trampoline(
             context.copy().run(loop.create_task, decide(request, reply))
 
         try:
-            loop.call_soon_threadsafe(start)
+            on_loop(loop, start)
         except RuntimeError:  # the loop closed
             reply.decide("deny", "the event loop of the run is closed")
 
