@@ -21,7 +21,7 @@ use code_runtime::{CodeRunResult, ContractError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::outcome_tuple;
+use crate::outcome::outcome_tuple;
 
 pub(crate) type RunFuture =
     Pin<Box<dyn Future<Output = Result<CodeRunResult, ContractError>> + Send>>;

@@ -19,6 +19,7 @@ mod driver;
 mod event;
 mod executor;
 mod namespace;
+mod outcome;
 mod reply;
 mod runtime;
 

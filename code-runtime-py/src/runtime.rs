@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use code_runtime::{
-    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeRunRequest, CodeRunResult, CodeRuntime,
-    ContractError, Decision, Decisions, Language, Limits, RunLimits,
+    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeRunRequest, CodeRuntime, ContractError,
+    Decision, Decisions, Language, Limits, RunLimits,
 };
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
@@ -15,7 +15,7 @@ use code_runtime_worker_thread::{
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::PyDict;
 use tokio_util::sync::CancellationToken;
 
 use crate::approver::PythonApprover;
@@ -348,47 +348,6 @@ fn decided(decisions: &Bound<'_, PyDict>) -> PyResult<Decisions> {
         };
     }
     Ok(out)
-}
-
-/// `("result", logs, value, error, paused)` or `("contract", message)`: `error` is
-/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`.
-pub(crate) fn outcome_tuple<'py>(
-    py: Python<'py>,
-    outcome: Result<CodeRunResult, ContractError>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let mut result = match outcome {
-        Ok(result) => result,
-        Err(error) => return PyTuple::new(py, ["contract".to_owned(), error.to_string()]),
-    };
-    let paused = match result.take_paused() {
-        Some(paused) => {
-            let pending = PyList::empty(py);
-            for call in &paused.pending {
-                let dict = PyDict::new(py);
-                dict.set_item("id", call.id)?;
-                dict.set_item("namespace", &call.namespace)?;
-                dict.set_item("function", &call.function)?;
-                dict.set_item("args", conversion::to_python(py, &call.args)?)?;
-                pending.append(dict)?;
-            }
-            let checkpoint = PyBytes::new(py, paused.checkpoint.to_json().as_bytes());
-            (checkpoint, pending).into_pyobject(py)?.into_any()
-        }
-        None => py.None().into_bound(py),
-    };
-    let value = match result.value() {
-        Some(value) => conversion::to_python(py, value)?,
-        None => py.None().into_bound(py),
-    };
-    let error = match result.error() {
-        Some(failure) => (failure.kind().as_str(), failure.message()).into_pyobject(py)?.into_any(),
-        None => py.None().into_bound(py),
-    };
-    let logs = PyList::new(py, result.logs())?;
-    PyTuple::new(
-        py,
-        ["result".into_pyobject(py)?.into_any(), logs.into_any(), value, error, paused],
-    )
 }
 
 /// What the model should read about `namespaces` in `language` (TypeScript declarations or

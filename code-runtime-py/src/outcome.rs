@@ -1,0 +1,48 @@
+//! A run's outcome as the tuple the package builds its `RunResult` (or `ContractError`) from.
+
+use code_runtime::{CodeRunResult, ContractError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::conversion;
+
+/// `("result", logs, value, error, paused)` or `("contract", message)`: `error` is
+/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`.
+pub(crate) fn outcome_tuple<'py>(
+    py: Python<'py>,
+    outcome: Result<CodeRunResult, ContractError>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut result = match outcome {
+        Ok(result) => result,
+        Err(error) => return PyTuple::new(py, ["contract".to_owned(), error.to_string()]),
+    };
+    let paused = match result.take_paused() {
+        Some(paused) => {
+            let pending = PyList::empty(py);
+            for call in &paused.pending {
+                let dict = PyDict::new(py);
+                dict.set_item("id", call.id)?;
+                dict.set_item("namespace", &call.namespace)?;
+                dict.set_item("function", &call.function)?;
+                dict.set_item("args", conversion::to_python(py, &call.args)?)?;
+                pending.append(dict)?;
+            }
+            let checkpoint = PyBytes::new(py, paused.checkpoint.to_json().as_bytes());
+            (checkpoint, pending).into_pyobject(py)?.into_any()
+        }
+        None => py.None().into_bound(py),
+    };
+    let value = match result.value() {
+        Some(value) => conversion::to_python(py, value)?,
+        None => py.None().into_bound(py),
+    };
+    let error = match result.error() {
+        Some(failure) => (failure.kind().as_str(), failure.message()).into_pyobject(py)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    let logs = PyList::new(py, result.logs())?;
+    PyTuple::new(
+        py,
+        ["result".into_pyobject(py)?.into_any(), logs.into_any(), value, error, paused],
+    )
+}
