@@ -12,7 +12,7 @@ use tokio::runtime::{Handle, Runtime};
 
 static EXECUTOR: Mutex<Option<Runtime>> = Mutex::new(None);
 
-/// How long [`shutdown`] gives the runs still going to drop their substrates.
+/// How long [`shutdown`] gives the disposals still going to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// A handle to the executor, started on first use (again after [`shutdown`]).
