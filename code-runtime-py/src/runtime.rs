@@ -65,18 +65,23 @@ fn limit_values(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(&'static st
     Ok(values)
 }
 
+/// The provider's limits: the defaults, with the dict's values ([`run_limits`] reads them once)
+/// in place.
 fn provider_limits(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
+    let given = run_limits(limits)?;
     let mut out = Limits::default();
-    for (name, value) in limit_values(limits)? {
-        *match name {
-            "compute_ms" => &mut out.compute_ms,
-            "max_wall_ms" => &mut out.max_wall_ms,
-            "max_output_bytes" => &mut out.max_output_bytes,
-            "max_memory_mb" => &mut out.max_memory_mb,
-            "max_calls" => &mut out.max_calls,
-            "max_calls_per_function" => &mut out.max_calls_per_function,
-            _ => &mut out.max_pending_calls,
-        } = value;
+    for (slot, value) in [
+        (&mut out.compute_ms, given.compute_ms),
+        (&mut out.max_wall_ms, given.max_wall_ms),
+        (&mut out.max_output_bytes, given.max_output_bytes),
+        (&mut out.max_memory_mb, given.max_memory_mb),
+        (&mut out.max_calls, given.max_calls),
+        (&mut out.max_calls_per_function, given.max_calls_per_function),
+        (&mut out.max_pending_calls, given.max_pending_calls),
+    ] {
+        if let Some(value) = value {
+            *slot = value;
+        }
     }
     out.validate().map_err(contract_error)?;
     Ok(out)
