@@ -27,10 +27,12 @@ use crate::mcp::upstream::Upstream;
 /// `code-runtime mcp`'s options (CLI.md).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// JSON {"servers": {"ns": {"command": [..], "env": {..}} | {"url": ".."}}, "bindings",
-    /// "languages", "limits", "approvalFallback"}: each upstream MCP server's tools become the
-    /// namespace "ns"; a server may add "approval": "none" | "destructive" (the default) | "all"
-    /// | [names or globs], the tools whose calls the client's user approves.
+    /// JSON {"servers": {"ns": {"command": [..], "env": {..}} | {"url": "..", "headers": {..}}},
+    /// "mcpServers": {as MCP clients write it}, "bindings", "languages", "limits",
+    /// "approvalFallback"}: each upstream MCP server's tools become the namespace "ns"; ${VAR}
+    /// in env and headers comes from the environment; a server may add "approval": "none" |
+    /// "destructive" (the default) | "all" | [names or globs], the tools whose calls the
+    /// client's user approves.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (a loopback address such as

@@ -1,15 +1,23 @@
 //! The `code-runtime mcp` config file (CLI.md): the upstream servers, an optional bindings file,
 //! the languages offered, and the limits of each run.
+//!
+//! Servers come in two shapes: ours (`"servers"`, `{"command": [argv..]}` or `{"url": ..}`), and
+//! the one MCP clients write (`"mcpServers"`, `{"command": "prog", "args": [..]}` or
+//! `{"type": "http", "url": .., "headers": {..}}`), so a user points the gateway at the file they
+//! have. Both may be in one file. `${VAR}` (or `${VAR:-default}`) in `env` and `headers` is
+//! taken from the environment when the config is read ([`expand`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use code_runtime::json::{self, JsonValue};
+use code_runtime::json::{self, JsonMap, JsonValue};
 use code_runtime::{Language, Limits};
 use code_runtime_fixtures::{LimitsFile, read_document};
 
-use crate::mcp::approval::{Fallback, Policy};
+use axum::http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
+
+use crate::mcp::approval::{Fallback, Policy};
 
 /// The config, as read and checked.
 #[derive(Debug)]
@@ -40,21 +48,25 @@ pub(crate) struct Server {
 /// How to reach a server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Reach {
-    /// A command spoken to over its stdin and stdout, with extra environment variables.
-    Command { argv: Vec<String>, env: Vec<(String, String)> },
-    /// A streamable HTTP endpoint.
-    Url(String),
+    /// A command spoken to over its stdin and stdout, with extra environment variables, started
+    /// in `cwd` (else ours).
+    Command { argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf> },
+    /// A streamable HTTP endpoint, and the headers every request to it carries (a bearer token,
+    /// say). The values may be secrets: no message of ours shows them.
+    Url { url: String, headers: Vec<(HeaderName, HeaderValue)> },
 }
 
 /// A call's default `timeoutMs`.
 const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl McpConfig {
-    /// Reads `path`. A relative `bindings` path is relative to the config file.
+    /// Reads `path`, with `${VAR}` from this process's environment. A relative `bindings` path
+    /// is relative to the config file.
     pub(crate) fn load(path: &Path) -> Result<Self, String> {
         let document = read_document(path).map_err(|error| error.to_string())?;
         let origin = path.display().to_string();
-        let mut config = Self::from_json(&document, &origin)?;
+        let environment = |name: &str| std::env::var(name).ok();
+        let mut config = Self::from_json(&document, &origin, &environment)?;
         if let Some(bindings) = &config.bindings {
             if bindings.is_relative() {
                 let base = path.parent().unwrap_or(Path::new("."));
@@ -64,12 +76,17 @@ impl McpConfig {
         Ok(config)
     }
 
-    /// Reads a parsed config; `origin` names it in errors.
-    pub(crate) fn from_json(document: &JsonValue, origin: &str) -> Result<Self, String> {
+    /// Reads a parsed config; `origin` names it in errors, `environment` answers `${VAR}`.
+    pub(crate) fn from_json(
+        document: &JsonValue,
+        origin: &str,
+        environment: &Environment<'_>,
+    ) -> Result<Self, String> {
         let invalid = |why: String| format!("{origin}: {why}");
         let object =
             document.as_object().ok_or_else(|| invalid("expected a JSON object".into()))?;
-        const KEYS: [&str; 5] = ["servers", "bindings", "languages", "limits", "approvalFallback"];
+        const KEYS: [&str; 6] =
+            ["servers", "mcpServers", "bindings", "languages", "limits", "approvalFallback"];
         if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
             return Err(invalid(format!("unknown key {} ({})", json::quote(key), KEYS.join(", "))));
         }
@@ -80,20 +97,7 @@ impl McpConfig {
                 return Err(invalid("approvalFallback must be \"deny\" or \"pause\"".into()));
             }
         };
-        let servers = match object.get("servers") {
-            None => IndexMap::new(),
-            Some(JsonValue::Object(servers)) => servers
-                .iter()
-                .map(|(name, server)| {
-                    Server::from_json(server)
-                        .map(|server| (name.clone(), server))
-                        .map_err(|why| invalid(format!("server {}: {why}", json::quote(name))))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err(invalid("servers must be an object of namespace to server".into()));
-            }
-        };
+        let servers = servers(object, environment).map_err(invalid)?;
         let bindings = match object.get("bindings") {
             None => None,
             Some(JsonValue::String(path)) if !path.is_empty() => Some(PathBuf::from(path)),
@@ -138,10 +142,139 @@ impl McpConfig {
     }
 }
 
+/// Where `${VAR}` gets its value: the process environment, or a test's.
+pub(crate) type Environment<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// The servers of both keys, by namespace, `servers` first. A name given twice, or two client
+/// names that become the same namespace, is refused.
+fn servers(
+    object: &JsonMap,
+    environment: &Environment<'_>,
+) -> Result<IndexMap<String, Server>, String> {
+    let mut servers = IndexMap::new();
+    for (key, client) in [("servers", false), ("mcpServers", true)] {
+        let entries = match object.get(key) {
+            None => continue,
+            Some(JsonValue::Object(entries)) => entries,
+            Some(_) => return Err(format!("{key} must be an object of name to server")),
+        };
+        for (name, server) in entries {
+            let named = |why: String| format!("{key}: server {}: {why}", json::quote(name));
+            let server = if client {
+                Server::from_client_json(server, environment)
+            } else {
+                Server::from_json(server, environment).map(Some)
+            }
+            .map_err(named)?;
+            // A disabled client entry is kept out, as the client that wrote it keeps it out.
+            let Some(server) = server else { continue };
+            let namespace = if client { namespace_of(name) } else { name.clone() };
+            if servers.insert(namespace.clone(), server).is_some() {
+                return Err(named(format!(
+                    "its namespace {} is taken by another server",
+                    json::quote(&namespace)
+                )));
+            }
+        }
+    }
+    Ok(servers)
+}
+
+/// The namespace a client's server name becomes: clients name servers freely
+/// (`brave-search`), and a namespace is an identifier programs write, so every character that
+/// cannot be in one becomes `_` (and a leading digit gets one before it).
+fn namespace_of(name: &str) -> String {
+    let mut namespace: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' })
+        .collect();
+    if namespace.is_empty() || namespace.starts_with(|c: char| c.is_ascii_digit()) {
+        namespace.insert(0, '_');
+    }
+    namespace
+}
+
 impl Server {
-    fn from_json(server: &JsonValue) -> Result<Self, String> {
+    /// A server of our own shape: `{"command": [argv..], "env"}` or `{"url", "headers"}`, with
+    /// `timeoutMs` and `approval`.
+    fn from_json(server: &JsonValue, environment: &Environment<'_>) -> Result<Self, String> {
         let object =
             server.as_object().ok_or("expected {\"command\": [...]} or {\"url\": \"...\"}")?;
+        let reach = match (object.get("command"), object.get("url")) {
+            (Some(command), None) => {
+                only(object, &["command", "env", "timeoutMs", "approval"])?;
+                let argv = strings(command)
+                    .filter(|argv| !argv.is_empty())
+                    .ok_or("command must be a non-empty array of strings")?;
+                Reach::Command { argv, env: env(object, environment)?, cwd: None }
+            }
+            (None, Some(url)) => {
+                only(object, &["url", "headers", "timeoutMs", "approval"])?;
+                url_reach(url, object, environment)?
+            }
+            _ => return Err("expected exactly one of command (an array) or url (a string)".into()),
+        };
+        Self::with_reach(reach, object)
+    }
+
+    /// A server as MCP clients write it: `{"command": "prog", "args": [..], "env", "cwd"}` or
+    /// `{"type": "http", "url", "headers"}` (`type` optional, `stdio` for a command), with our
+    /// `timeoutMs` and `approval` beside, and `disabled` (`None` when true).
+    fn from_client_json(
+        server: &JsonValue,
+        environment: &Environment<'_>,
+    ) -> Result<Option<Self>, String> {
+        let object = server
+            .as_object()
+            .ok_or("expected {\"command\": \"...\", \"args\": [...]} or {\"url\": \"...\"}")?;
+        match object.get("disabled") {
+            None | Some(JsonValue::Bool(false)) => {}
+            Some(JsonValue::Bool(true)) => return Ok(None),
+            Some(_) => return Err("disabled must be true or false".into()),
+        }
+        let kind = match object.get("type") {
+            None => None,
+            Some(JsonValue::String(kind)) => Some(kind.as_str()),
+            Some(_) => return Err("type must be a string".into()),
+        };
+        if object.contains_key("oauth") {
+            return Err("oauth is not supported yet: give the server's token in headers \
+                 (\"Authorization\": \"Bearer ${TOKEN}\")"
+                .into());
+        }
+        let reach = match (kind, object.get("command"), object.get("url")) {
+            (None | Some("stdio"), Some(command), None) => {
+                only(
+                    object,
+                    &["type", "command", "args", "env", "cwd", "disabled", "timeoutMs", "approval"],
+                )?;
+                command_reach(command, object, environment)?
+            }
+            (None | Some("http" | "streamable-http" | "streamableHttp"), None, Some(url)) => {
+                only(object, &["type", "url", "headers", "disabled", "timeoutMs", "approval"])?;
+                url_reach(url, object, environment)?
+            }
+            (Some("sse"), ..) => {
+                return Err("type \"sse\" (the old HTTP+SSE transport) is not supported: give \
+                     the server's streamable HTTP url with type \"http\""
+                    .into());
+            }
+            (Some(kind @ ("stdio" | "http" | "streamable-http" | "streamableHttp")), ..) => {
+                let needs = if kind == "stdio" { "command" } else { "url" };
+                return Err(format!("type {} needs {needs} (and only it)", json::quote(kind)));
+            }
+            (Some(kind), ..) => {
+                return Err(format!("type {} is not stdio or http", json::quote(kind)));
+            }
+            (None, ..) => {
+                return Err("expected exactly one of command (a string) or url (a string)".into());
+            }
+        };
+        Self::with_reach(reach, object).map(Some)
+    }
+
+    /// The server that `reach` gets to, with the `timeoutMs` and `approval` of `object`.
+    fn with_reach(reach: Reach, object: &JsonMap) -> Result<Self, String> {
         let call_timeout = match object.get("timeoutMs") {
             None => DEFAULT_CALL_TIMEOUT,
             Some(ms) => Duration::from_millis(
@@ -152,49 +285,181 @@ impl Server {
             None => Policy::Destructive,
             Some(policy) => Policy::from_json(policy)?,
         };
-        let allowed: &[&str] = match (object.get("command"), object.get("url")) {
-            (Some(_), None) => &["command", "env", "timeoutMs", "approval"],
-            (None, Some(_)) => &["url", "timeoutMs", "approval"],
-            _ => {
-                return Err(
-                    "expected exactly one of command (an array) or url (a string)".to_owned()
-                );
-            }
-        };
-        if let Some(key) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
-            return Err(format!("unknown key {}", json::quote(key)));
-        }
-        let reach = match (object.get("command"), object.get("url")) {
-            (Some(command), _) => {
-                let argv: Option<Vec<String>> = command.as_array().and_then(|items| {
-                    items.iter().map(|item| item.as_str().map(str::to_owned)).collect()
-                });
-                let argv = argv
-                    .filter(|argv| !argv.is_empty())
-                    .ok_or("command must be a non-empty array of strings")?;
-                let env = match object.get("env") {
-                    None => Vec::new(),
-                    Some(JsonValue::Object(env)) => env
-                        .iter()
-                        .map(|(key, value)| match value {
-                            JsonValue::String(value) => Ok((key.clone(), value.clone())),
-                            _ => Err(format!("env {} must be a string", json::quote(key))),
-                        })
-                        .collect::<Result<_, _>>()?,
-                    Some(_) => return Err("env must be an object of strings".to_owned()),
-                };
-                Reach::Command { argv, env }
-            }
-            (_, Some(JsonValue::String(url)))
-                if url.starts_with("http://") || url.starts_with("https://") =>
-            {
-                Reach::Url(url.clone())
-            }
-            (_, Some(url)) => {
-                return Err(format!("url must be http:// or https://, got {}", json::encode(url)));
-            }
-            (None, None) => unreachable!("refused above"),
-        };
         Ok(Self { reach, call_timeout, approval })
+    }
+}
+
+/// Refuses a key of `object` not in `allowed`.
+fn only(object: &JsonMap, allowed: &[&str]) -> Result<(), String> {
+    match object.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(key) => Err(format!("unknown key {} ({})", json::quote(key), allowed.join(", "))),
+        None => Ok(()),
+    }
+}
+
+/// An array of strings, as strings.
+fn strings(value: &JsonValue) -> Option<Vec<String>> {
+    value.as_array()?.iter().map(|item| item.as_str().map(str::to_owned)).collect()
+}
+
+/// A client's `command` (a string), `args`, `env` and `cwd`.
+fn command_reach(
+    command: &JsonValue,
+    object: &JsonMap,
+    environment: &Environment<'_>,
+) -> Result<Reach, String> {
+    let program = command
+        .as_str()
+        .filter(|program| !program.is_empty())
+        .ok_or("command must be a non-empty string (its arguments go in args)")?;
+    let mut argv = vec![program.to_owned()];
+    match object.get("args") {
+        None => {}
+        Some(args) => argv.extend(strings(args).ok_or("args must be an array of strings")?),
+    }
+    let cwd = match object.get("cwd") {
+        None => None,
+        Some(JsonValue::String(cwd)) if !cwd.is_empty() => Some(PathBuf::from(cwd)),
+        Some(_) => return Err("cwd must be a directory's path".into()),
+    };
+    Ok(Reach::Command { argv, env: env(object, environment)?, cwd })
+}
+
+/// `env`, an object of strings, each expanded.
+fn env(object: &JsonMap, environment: &Environment<'_>) -> Result<Vec<(String, String)>, String> {
+    match object.get("env") {
+        None => Ok(Vec::new()),
+        Some(JsonValue::Object(env)) => env
+            .iter()
+            .map(|(key, value)| {
+                let value = value
+                    .as_str()
+                    .ok_or_else(|| format!("env {} must be a string", json::quote(key)))?;
+                let value = expand(value, environment)
+                    .map_err(|why| format!("env {}: {why}", json::quote(key)))?;
+                Ok((key.clone(), value))
+            })
+            .collect(),
+        Some(_) => Err("env must be an object of strings".into()),
+    }
+}
+
+/// The headers the streamable HTTP transport sets itself, which a config may not replace.
+const TRANSPORT_HEADERS: [&str; 8] = [
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// `url` (http or https) and `headers`, each value expanded and checked as a header.
+fn url_reach(
+    url: &JsonValue,
+    object: &JsonMap,
+    environment: &Environment<'_>,
+) -> Result<Reach, String> {
+    let url = match url {
+        JsonValue::String(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            url.clone()
+        }
+        _ => return Err(format!("url must be http:// or https://, got {}", json::encode(url))),
+    };
+    let entries = match object.get("headers") {
+        None => return Ok(Reach::Url { url, headers: Vec::new() }),
+        Some(JsonValue::Object(entries)) => entries,
+        Some(_) => return Err("headers must be an object of strings".into()),
+    };
+    let mut headers = Vec::new();
+    for (name, value) in entries {
+        let quoted = json::quote(name);
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("headers: {quoted} is not a header name"))?;
+        if TRANSPORT_HEADERS.contains(&header.as_str()) {
+            return Err(format!("headers: {quoted} is set by the transport itself"));
+        }
+        let value = value.as_str().ok_or_else(|| format!("headers: {quoted} must be a string"))?;
+        let value =
+            expand(value, environment).map_err(|why| format!("headers: {quoted}: {why}"))?;
+        // The value is not shown: it is likely a secret.
+        let value = HeaderValue::from_str(&value).map_err(|_| {
+            format!("headers: {quoted}: its value is not a header value (a control character?)")
+        })?;
+        headers.push((header, value));
+    }
+    Ok(Reach::Url { url, headers })
+}
+
+/// `text` with each `${NAME}` replaced by the variable's value, and each `${NAME:-default}` by
+/// its value or, when it is unset or empty, `default`. A `$` not followed by `{` stays as it
+/// is. An unset variable with no default is an error naming it, as is a `${` never closed.
+pub(crate) fn expand(text: &str, environment: &Environment<'_>) -> Result<String, String> {
+    let mut expanded = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        expanded.push_str(&rest[..at]);
+        let inside = &rest[at + 2..];
+        let end = inside.find('}').ok_or("a ${ is not closed by }")?;
+        let (name, default) = match inside[..end].split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (&inside[..end], None),
+        };
+        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!("${{{name}}} is not a variable name"));
+        }
+        match (environment(name).filter(|value| !value.is_empty() || default.is_none()), default) {
+            (Some(value), _) => expanded.push_str(&value),
+            (None, Some(default)) => expanded.push_str(default),
+            (None, None) => return Err(format!("${{{name}}} is not set")),
+        }
+        rest = &inside[end + 1..];
+    }
+    expanded.push_str(rest);
+    Ok(expanded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn environment(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("t0k".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_dollars_stay() {
+        let expand = |text: &str| expand(text, &environment);
+        assert_eq!(expand("Bearer ${TOKEN}").as_deref(), Ok("Bearer t0k"));
+        assert_eq!(expand("${TOKEN}${TOKEN}-${UNSET:-d}").as_deref(), Ok("t0kt0k-d"));
+        // `:-` takes the default for an empty value too; without it, empty is a value.
+        assert_eq!(expand("[${EMPTY:-d}][${EMPTY}]").as_deref(), Ok("[d][]"));
+        assert_eq!(expand("${UNSET:-}").as_deref(), Ok(""));
+        // Only `${` starts a variable: a price, `$HOME` and a lone `$` are text.
+        assert_eq!(expand("$5 $HOME $").as_deref(), Ok("$5 $HOME $"));
+        // What a value holds is not expanded again.
+        let nested = |name: &str| (name == "A").then(|| "${B}".to_owned());
+        assert_eq!(super::expand("${A}", &nested).as_deref(), Ok("${B}"));
+        assert_eq!(expand("${UNSET}"), Err("${UNSET} is not set".into()));
+        assert_eq!(expand("${}"), Err("${} is not a variable name".into()));
+        assert_eq!(expand("${A-B}"), Err("${A-B} is not a variable name".into()));
+        assert_eq!(expand("x${TOKEN"), Err("a ${ is not closed by }".into()));
+    }
+
+    #[test]
+    fn client_names_become_identifiers() {
+        assert_eq!(namespace_of("brave-search"), "brave_search");
+        assert_eq!(namespace_of("github"), "github");
+        assert_eq!(namespace_of("my.server v2"), "my_server_v2");
+        assert_eq!(namespace_of("1password"), "_1password");
+        assert_eq!(namespace_of(""), "_");
     }
 }

@@ -13,6 +13,7 @@ use code_runtime::{
 use code_runtime_fixtures::Recorder;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -224,10 +225,13 @@ impl Upstream {
 
 async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Result<Client, String> {
     match &server.reach {
-        Reach::Command { argv, env } => {
+        Reach::Command { argv, env, cwd } => {
             #[expect(clippy::disallowed_methods, reason = "the configured upstream server")]
             let mut command = tokio::process::Command::new(&argv[0]);
             command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
+            if let Some(cwd) = cwd {
+                command.current_dir(cwd);
+            }
             let (transport, pipe) = TokioChildProcess::builder(command)
                 .stderr(Stdio::piped())
                 .spawn()
@@ -237,8 +241,10 @@ async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Resu
             }
             ().serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
         }
-        Reach::Url(url) => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+        Reach::Url { url, headers } => {
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .custom_headers(headers.iter().cloned().collect());
+            let transport = StreamableHttpClientTransport::from_config(config);
             ().serve(transport)
                 .await
                 .map_err(|error| format!("cannot connect to {url}: {}", root_cause(&error)))

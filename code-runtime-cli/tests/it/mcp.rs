@@ -11,8 +11,9 @@ fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-/// The suite over one transport; its output is shown when it fails.
-fn suite(transport: &str) {
+/// Runs `tests/mcp/<script> BINARY <args>` with the pinned Python SDK; fails with its output
+/// unless it exits 0 and prints `passed`.
+fn peer_script(script: &str, args: &[&str], passed: &str) {
     let python = root().join("mcp-peers/.venv/bin/python");
     assert!(
         python.exists() && root().join("mcp-peers/node_modules/@modelcontextprotocol").exists(),
@@ -20,18 +21,22 @@ fn suite(transport: &str) {
     );
     #[expect(clippy::disallowed_methods, reason = "the pinned MCP client under test")]
     let output = Command::new(python)
-        .arg(root().join("code-runtime-cli/tests/mcp/suite.py"))
+        .arg(root().join("code-runtime-cli/tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_code-runtime"))
-        .arg(transport)
+        .args(args)
         .output()
-        .expect("the suite runs");
+        .expect("the script runs");
     let shown = format!(
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "{shown}");
-    assert!(shown.contains(&format!("all checks passed over {transport}")), "{shown}");
+    assert!(output.status.success() && shown.contains(passed), "{shown}");
+}
+
+/// The suite over one transport; its output is shown when it fails.
+fn suite(transport: &str) {
+    peer_script("suite.py", &[transport], &format!("all checks passed over {transport}"));
 }
 
 #[test]
@@ -46,20 +51,12 @@ fn the_python_sdk_drives_code_mode_over_streamable_http() {
 
 #[test]
 fn calls_that_need_approval_ask_the_clients_user_or_pause() {
-    let python = root().join("mcp-peers/.venv/bin/python");
-    assert!(python.exists(), "mcp-peers/ is not installed: `cargo xtask test` installs it");
-    #[expect(clippy::disallowed_methods, reason = "the pinned MCP client under test")]
-    let output = Command::new(python)
-        .arg(root().join("code-runtime-cli/tests/mcp/approvals.py"))
-        .arg(env!("CARGO_BIN_EXE_code-runtime"))
-        .output()
-        .expect("the approvals script runs");
-    let shown = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success() && shown.contains("all approval checks passed"), "{shown}");
+    peer_script("approvals.py", &[], "all approval checks passed");
+}
+
+#[test]
+fn a_config_as_mcp_clients_write_it_serves_with_headers_and_expanded_variables() {
+    peer_script("gateway.py", &[], "all gateway checks passed");
 }
 
 #[test]
@@ -99,11 +96,74 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
             "config.json: config.max_wall_ms must be a positive number",
         ),
         (r#"{"server": {}}"#, r#"unknown key "server""#),
+        // The shape MCP clients write.
+        (
+            r#"{"mcpServers": {"x": {"command": ["a"]}}}"#,
+            r#"mcpServers: server "x": command must be a non-empty string (its arguments go in args)"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "args": [1]}}}"#,
+            "args must be an array of strings",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "url": "http://h/mcp"}}}"#,
+            "expected exactly one of command (a string) or url (a string)",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+            r#"type "sse" (the old HTTP+SSE transport) is not supported"#,
+        ),
+        (r#"{"mcpServers": {"x": {"type": "http", "command": "a"}}}"#, r#"type "http" needs url"#),
+        (
+            r#"{"mcpServers": {"x": {"type": "ws", "url": "ws://h"}}}"#,
+            r#"type "ws" is not stdio or http"#,
+        ),
+        (r#"{"mcpServers": {"x": {"command": "a", "oauth": true}}}"#, "oauth is not supported yet"),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "disabled": 1}}}"#,
+            "disabled must be true or false",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "autoApprove": []}}}"#,
+            r#"unknown key "autoApprove""#,
+        ),
+        (
+            r#"{"servers": {"a_b": {"command": ["a"]}}, "mcpServers": {"a-b": {"command": "a"}}}"#,
+            r#"mcpServers: server "a-b": its namespace "a_b" is taken by another server"#,
+        ),
+        (r#"{"mcpServers": []}"#, "mcpServers must be an object of name to server"),
+        // Headers and ${VAR}, in either shape.
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "headers": {"Accept": "x"}}}}"#,
+            r#"headers: "Accept" is set by the transport itself"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "headers": {"bad name": "x"}}}}"#,
+            r#"headers: "bad name" is not a header name"#,
+        ),
+        (
+            r#"{"servers": {"x": {"url": "http://h/mcp", "headers": {"X-Key": "a\nsecret"}}}}"#,
+            r#"servers: server "x": headers: "X-Key": its value is not a header value"#,
+        ),
+        (
+            r#"{"servers": {"x": {"command": ["a"], "env": {"K": "${CODE_RUNTIME_TEST_NEVER_SET}"}}}}"#,
+            r#"servers: server "x": env "K": ${CODE_RUNTIME_TEST_NEVER_SET} is not set"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "${1X}"}}}}"#,
+            "${1X} is not a variable name",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "a${B"}}}}"#,
+            "a ${ is not closed by }",
+        ),
     ];
     for (config, phrase) in cases {
         let path = scratch.write("config.json", config);
         let output = binary().args(["mcp", "--config", &path]).output().expect("the binary runs");
         check_misuse(&output, phrase);
+        // A header's value may be a secret: never shown.
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("secret"), "{config}");
     }
     // A namespace no program could name: refused before anything is served.
     let config = format!(

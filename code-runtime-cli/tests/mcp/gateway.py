@@ -1,0 +1,140 @@
+"""`code-runtime mcp` pointed at a config as MCP clients write it (`mcpServers`), driven by the
+official Python MCP SDK over stdio: `python gateway.py BINARY`. A remote server behind a bearer
+token (`headers`, the token from `${VAR}`), a command server with `args` and an `env` expanded from
+the environment, a disabled entry, and our own `servers` beside them. Exits non-zero on the first
+failed check. Run by code-runtime-cli/tests/it/mcp.rs."""
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import anyio
+
+import peers
+
+BINARY = sys.argv[1]
+TOKEN = "s3cret-token-of-the-test"
+
+
+def check(condition, what, seen=None):
+    if not condition:
+        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
+    print("ok:", what)
+
+
+@contextlib.contextmanager
+def guarded_server():
+    """guarded_server.py on a free port; yields its URL."""
+    port = peers.free_port()
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(os.path.dirname(__file__), "guarded_server.py"), str(port)],
+        env={**os.environ, "GUARD_EXPECT_TOKEN": TOKEN},
+    )
+    try:
+        for _ in range(400):
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("guarded_server.py did not listen")
+        yield "http://127.0.0.1:%d/mcp" % port
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def client_config(scratch, url):
+    memory, _ = peers.memory_command(scratch)
+    flaky = [sys.executable, os.path.join(os.path.dirname(__file__), "flaky_server.py")]
+    config = {
+        "mcpServers": {
+            "guarded-api": {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": "Bearer ${GUARD_TOKEN}", "X-Team": "${GUARD_TEAM:-blue}"},
+                "approval": "none",
+            },
+            "mem-store": {
+                "command": memory[0],
+                "args": memory[1:],
+                "env": {"MEMORY_FILE_PATH": "${GATEWAY_SCRATCH}/graph.jsonl"},
+                "approval": "none",
+            },
+            "off": {"command": "/nonexistent/server", "disabled": True},
+        },
+        "servers": {"flaky": {"command": flaky, "approval": "none"}},
+        "languages": ["typescript", "python"],
+    }
+    path = os.path.join(scratch, "client-config.json")
+    with open(path, "w") as file:
+        json.dump(config, file)
+    return path
+
+
+PROGRAM = """
+const who = await guarded_api.whoami({});
+await mem_store.create_entities({ entities: [{ name: "ana", entityType: "person", observations: [] }] });
+const graph = await mem_store.read_graph({});
+const pong = await flaky.ping({});
+return { who, entities: graph.entities.length, pong: JSON.stringify(pong).includes("pong from") };
+"""
+
+
+async def served(binary, config, env):
+    async with peers.session(binary, config, "stdio", env=env) as client:
+        tools = await client.list_tools()
+        description = next(tool.description for tool in tools.tools if tool.name == "run_code")
+        check("guarded_api" in description and "mem_store" in description and "flaky" in description
+              and "off." not in description,
+              "client names become namespaces; a disabled server is not offered", description[:400])
+        result = await client.call_tool("run_code", {"code": PROGRAM})
+        value = json.loads(result.content[0].text)
+        check(not result.is_error, "a run calls all three servers", value)
+        shown = json.dumps(value["value"])
+        check('"blue"' in shown and "authorized" in shown,
+              "the remote server got the token and the default of ${GUARD_TEAM:-blue}", value)
+        check(value["value"]["entities"] == 1 and value["value"]["pong"] is True, "memory and flaky answer", value)
+        python = await client.call_tool("run_code", {
+            "code": "who = await guarded_api.whoami()\nreturn who",
+            "language": "python",
+        })
+        check(not python.is_error and "blue" in python.content[0].text, "from Python too", python.content[0].text)
+
+
+def misuse(config, env, phrase):
+    """`code-runtime mcp --config CONFIG` with `env`: exit 2, one line naming `phrase`, and no
+    token shown."""
+    completed = subprocess.run(
+        [BINARY, "mcp", "--config", config],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = completed.stderr.strip().splitlines()
+    check(completed.returncode == 2 and len(lines) == 1 and phrase in lines[0] and TOKEN not in completed.stderr
+          and "wrong-token" not in completed.stderr,
+          "misuse: %s" % phrase, (completed.returncode, completed.stderr))
+
+
+async def main():
+    scratch = peers.scratch_dir()
+    with guarded_server() as url:
+        config = client_config(scratch, url)
+        env = {"GUARD_TOKEN": TOKEN, "GATEWAY_SCRATCH": scratch}
+        await served(BINARY, config, env)
+        check(os.path.exists(os.path.join(scratch, "graph.jsonl")),
+              "the command server got its env with ${GATEWAY_SCRATCH} expanded")
+        misuse(config, {"GATEWAY_SCRATCH": scratch},
+               'mcpServers: server "guarded-api": headers: "Authorization": ${GUARD_TOKEN} is not set')
+        misuse(config, {"GUARD_TOKEN": "wrong-token", "GATEWAY_SCRATCH": scratch},
+               'upstream server "guarded_api": cannot connect to %s' % url)
+    print("all gateway checks passed")
+
+
+anyio.run(main)
