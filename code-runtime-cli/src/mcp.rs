@@ -1,15 +1,18 @@
 //! `code-runtime mcp`: code mode for any MCP client over any MCP servers (DESIGN.md §12). The
 //! upstream servers' tools become binding namespaces, and the client gets `run_code`.
 
+mod admission;
 mod approval;
 mod config;
+mod metrics;
 mod server;
 mod upstream;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use code_runtime_fixtures::{BindingsFile, Recorder, load_bindings};
 use code_runtime_worker_thread::Isolation;
@@ -19,9 +22,11 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::Failure;
+use crate::mcp::admission::Admission;
 use crate::mcp::approval::Fallback;
 use crate::mcp::config::McpConfig;
-use crate::mcp::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes};
+use crate::mcp::metrics::Metrics;
+use crate::mcp::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes, Serving};
 use crate::mcp::upstream::Upstream;
 
 /// `code-runtime mcp`'s options (CLI.md).
@@ -45,6 +50,45 @@ pub(crate) struct Args {
     /// The record file's bound [default: 1073741824].
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
+    /// With --http: a request to /mcp or /metrics without `Authorization: Bearer <the file's
+    /// token>` is refused 401 (/healthz stays open).
+    #[arg(long, value_name = "FILE")]
+    auth_token_file: Option<PathBuf>,
+    /// At most N runs at once; more wait their turn [default: no cap].
+    #[arg(long, value_name = "N", value_parser = positive, allow_hyphen_values = true)]
+    max_concurrent_runs: Option<usize>,
+}
+
+/// `--max-concurrent-runs`' value.
+fn positive(text: &str) -> Result<usize, String> {
+    text.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("needs a positive integer, got {text}"))
+}
+
+/// What `--http` serves beside `/mcp`.
+struct Http {
+    address: SocketAddr,
+    /// `--auth-token-file`'s token.
+    token: Option<String>,
+}
+
+/// The token of `--auth-token-file`: the file's text without surrounding whitespace.
+fn auth_token(path: &Path) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read --auth-token-file {}: {error}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(Failure::Misuse(format!("--auth-token-file {} is empty", path.display())));
+    }
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Failure::Misuse(format!(
+            "--auth-token-file {}: a token is one word (no spaces or control characters)",
+            path.display()
+        )));
+    }
+    Ok(token.to_owned())
 }
 
 /// `--http`'s value.
@@ -55,18 +99,30 @@ fn address(text: &str) -> Result<SocketAddr, String> {
 pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let path = args.config.clone().ok_or("mcp needs --config FILE")?;
     let config = McpConfig::load(&path)?;
+    if args.auth_token_file.is_some() && args.http.is_none() {
+        return Err(Failure::Misuse(
+            "--auth-token-file needs --http ADDR (over stdio the client started the server)".into(),
+        ));
+    }
+    let token = args.auth_token_file.as_deref().map(auth_token).transpose()?;
+    let http = args.http.map(|address| Http { address, token });
     let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| Failure::Internal(format!("cannot start tokio: {error}")))?;
-    tokio.block_on(serve(config, args.http, recorder))
+    let serving = Serving {
+        metrics: Metrics::new(),
+        admission: Arc::new(Admission::new(args.max_concurrent_runs)),
+    };
+    tokio.block_on(serve(config, http, recorder, serving))
 }
 
 async fn serve(
     config: McpConfig,
-    http: Option<SocketAddr>,
+    http: Option<Http>,
     recorder: Recorder,
+    serving: Serving,
 ) -> Result<ExitCode, Failure> {
     let mut upstreams = Vec::new();
     let mut file = match &config.bindings {
@@ -101,7 +157,9 @@ async fn serve(
             key: pausing,
             record: recorder.clone(),
         };
-        let server = CodeModeServer::new(catalogue, runtimes.clone(), approvals);
+        // A drain waits for runs up to their wall clock, and for the approvals they wait on.
+        let drain_within = Duration::from_millis(config.limits.max_wall_ms) + DRAIN_GRACE;
+        let server = CodeModeServer::new(catalogue, runtimes.clone(), approvals, serving.clone());
         let served = match server {
             Ok(server) => {
                 // Serving: what the upstream servers say on stderr is ours to pass on now.
@@ -110,7 +168,7 @@ async fn serve(
                 }
                 match http {
                     None => serve_stdio(server).await,
-                    Some(address) => serve_http(server, address).await,
+                    Some(http) => serve_http(server, http, serving, drain_within).await,
                 }
             }
             Err(why) => Err(Failure::Misuse(why)),
@@ -197,23 +255,45 @@ fn http_config(address: SocketAddr) -> StreamableHttpServerConfig {
     config.with_allowed_hosts(hosts).with_allowed_origins(origins.collect::<Vec<_>>())
 }
 
-/// Serves streamable HTTP at `address` (`/mcp`) until a signal comes. The bound address is
-/// told on stderr, so `--http 127.0.0.1:0` is usable.
-async fn serve_http(server: CodeModeServer, address: SocketAddr) -> Result<(), Failure> {
+/// How long a drain waits past the config's wall clock before it ends the runs left.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+/// Serves streamable HTTP at `http.address` (`/mcp`, `/healthz`, `/metrics`) until SIGINT, or
+/// until SIGTERM has drained the runs in flight. The bound address is told on stderr, so
+/// `--http 127.0.0.1:0` is usable.
+async fn serve_http(
+    server: CodeModeServer,
+    http: Http,
+    serving: Serving,
+    drain_within: Duration,
+) -> Result<(), Failure> {
     let stop = CancellationToken::new();
-    let config = http_config(address).with_cancellation_token(stop.child_token());
+    let config = http_config(http.address).with_cancellation_token(stop.child_token());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(address)
+    let metrics = serving.metrics.clone();
+    let guarded = axum::Router::new()
+        .nest_service("/mcp", service)
+        .route("/metrics", axum::routing::get(move || std::future::ready(metrics.render())));
+    let guarded = match http.token {
+        Some(token) => guarded.layer(axum::middleware::from_fn(move |request, next| {
+            bearer(token.clone(), request, next)
+        })),
+        None => guarded,
+    };
+    let admission = serving.admission.clone();
+    let router = guarded
+        .route("/healthz", axum::routing::get(move || std::future::ready(health(&admission))));
+    let listener = tokio::net::TcpListener::bind(http.address)
         .await
-        .map_err(|error| Failure::Misuse(format!("cannot listen on {address}: {error}")))?;
+        .map_err(|error| Failure::Misuse(format!("cannot listen on {}: {error}", http.address)))?;
     let bound = listener.local_addr().map_err(|error| Failure::Internal(error.to_string()))?;
     crate::print_stderr(&format!("code-runtime: serving MCP on http://{bound}/mcp"));
-    let signals = tokio::spawn(crate::run::abort_on_signals(stop.clone()));
+    let signals =
+        tokio::spawn(drain_on_signals(stop.clone(), serving.admission.clone(), drain_within));
     let shutdown = stop.clone();
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
@@ -222,3 +302,81 @@ async fn serve_http(server: CodeModeServer, address: SocketAddr) -> Result<(), F
     signals.abort();
     served
 }
+
+/// `GET /healthz`: 200 while serving, 503 once draining (a load balancer stops sending).
+fn health(admission: &Admission) -> (axum::http::StatusCode, &'static str) {
+    if admission.is_draining() {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+    } else {
+        (axum::http::StatusCode::OK, "ok\n")
+    }
+}
+
+/// Passes on a request that carries `Authorization: Bearer <token>`; answers any other 401.
+async fn bearer(
+    token: String,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match given {
+        Some(given) if same(given.trim().as_bytes(), token.as_bytes()) => next.run(request).await,
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "code-runtime mcp: this server needs Authorization: Bearer <token>\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ (a token
+/// compared byte by byte with an early exit tells an attacker how much of a guess was right).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |differ, (x, y)| differ | (x ^ y)) == 0
+}
+
+/// SIGINT stops at once (runs in flight end as `abort`). SIGTERM drains: no new runs, `/healthz`
+/// says 503, the runs in flight end as they would (within `within`, else they are aborted),
+/// then the server stops; a second signal stops at once.
+async fn drain_on_signals(stop: CancellationToken, admission: Arc<Admission>, within: Duration) {
+    use tokio::signal::unix::{SignalKind, signal as unix_signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) =
+        (unix_signal(SignalKind::interrupt()), unix_signal(SignalKind::terminate()))
+    else {
+        return;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => return stop.cancel(),
+        _ = terminate.recv() => {}
+    }
+    admission.drain();
+    crate::print_stderr(&format!(
+        "code-runtime: SIGTERM: draining {} run(s) in flight, taking no new ones",
+        admission.accepted()
+    ));
+    tokio::select! {
+        () = admission.drained() => {
+            // The last results are made but may still be in the sessions' queues: ending the
+            // sessions now could drop them. A moment to write them out (they are in memory).
+            tokio::select! {
+                () = tokio::time::sleep(FLUSH_WITHIN) => {}
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        () = tokio::time::sleep(within) => {}
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+    stop.cancel();
+}
+
+/// How long a drain leaves the last results to be written before it ends the sessions.
+const FLUSH_WITHIN: Duration = Duration::from_millis(500);

@@ -105,6 +105,33 @@ pub struct Cell {
     /// the exit is reported as [`CellExit::Killed`] either way, so a host kill never reads as
     /// the program's status (a CPU-limit kill, say).
     killed_by_host: bool,
+    /// Counts the cell in [`cells_alive`] until its init is reaped.
+    alive: Option<Alive>,
+}
+
+/// How many cells of this process have an init not yet reaped: started, running, or ended and
+/// waiting for the reaper. A host exports it (a gauge in `code-runtime mcp`'s `/metrics`).
+pub fn cells_alive() -> usize {
+    ALIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static ALIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One cell counted in [`cells_alive`], for as long as it lives.
+#[derive(Debug)]
+struct Alive;
+
+impl Alive {
+    fn count() -> Self {
+        ALIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Cell {
@@ -281,6 +308,7 @@ impl Cell {
     fn reaped(&mut self, exit: CellExit) -> CellExit {
         let exit = if self.killed_by_host { CellExit::Killed(libc::SIGKILL) } else { exit };
         self.exit = Some(exit);
+        self.alive = None;
         self.cleanup();
         exit
     }
@@ -309,9 +337,11 @@ impl Drop for Cell {
             Err(_) => return,
         };
         let dir = self.host_work_dir.take();
+        let alive = self.alive.take();
         // Reaping waits for the kernel to end every process of the cell: not on this thread.
         crate::spawner::detach(move || {
             let _ = wait(&pidfd, 0);
+            drop(alive);
             if let Some(dir) = dir {
                 let _ = std::fs::remove_dir_all(dir);
             }
@@ -531,6 +561,7 @@ pub(crate) fn start(
         host_work_dir,
         exit: None,
         killed_by_host: false,
+        alive: Some(Alive::count()),
     };
     if user_namespace && root {
         if let Err(error) = write_maps(cell.pid, outer) {

@@ -69,7 +69,7 @@ mod seccomp;
 mod spawner;
 mod watch;
 
-pub use crate::cell::{Cell, CellExit, CellIo, Usage, pipe};
+pub use crate::cell::{Cell, CellExit, CellIo, Usage, cells_alive, pipe};
 pub use crate::cell_plan::{CellPlan, CellSpec};
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;

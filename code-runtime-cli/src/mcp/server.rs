@@ -24,7 +24,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use crate::mcp::admission::Admission;
 use crate::mcp::approval::{ClientApprover, Fallback};
+use crate::mcp::metrics::Metrics;
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -50,6 +52,14 @@ pub(crate) struct ApprovalSetup {
     /// The `--record` file, where each call the user denied gets its line (the others are
     /// recorded by their upstream binding).
     pub(crate) record: Recorder,
+}
+
+/// What the server shares with its HTTP endpoints: the counters of `/metrics`, and the
+/// admission of runs that a drain closes.
+#[derive(Clone)]
+pub(crate) struct Serving {
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) admission: Arc<Admission>,
 }
 
 /// What every run's program sees.
@@ -87,6 +97,7 @@ struct Inner {
     /// The lowest level of log notification the client asked for (`logging/setLevel`).
     level: AtomicU8,
     approval: ApprovalSetup,
+    serving: Serving,
 }
 
 impl CodeModeServer {
@@ -99,6 +110,7 @@ impl CodeModeServer {
         catalogue: Catalogue,
         runtimes: Runtimes,
         approval: ApprovalSetup,
+        serving: Serving,
     ) -> Result<Self, String> {
         let mut declarations = Vec::new();
         for (language, _) in &runtimes {
@@ -122,6 +134,7 @@ impl CodeModeServer {
             tools,
             level: AtomicU8::new(level_rank(LoggingLevel::Debug)),
             approval,
+            serving,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -174,6 +187,40 @@ impl CodeModeServer {
         request: CodeRunRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let Serving { metrics, admission } = &self.inner.serving;
+        let admitted = {
+            let _queued = metrics.queued();
+            tokio::select! {
+                admitted = admission.enter() => admitted,
+                () = context.ct.cancelled() => Err("the client cancelled the run before it started"),
+            }
+        };
+        let _ticket = match admitted {
+            Ok(ticket) => ticket,
+            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+        };
+        let _running = metrics.in_flight();
+        let started = std::time::Instant::now();
+        let result = self.execute_admitted(runtime.clone(), request, context).await;
+        metrics.run_ended(runtime.language(), result.as_ref().ok(), started.elapsed());
+        match result {
+            Ok(result) => Ok(tool_result(&result)),
+            // A checkpoint refused is the model's to read (it may have edited what it handed
+            // back): a failed tool result, not a protocol error.
+            Err(error @ ContractError::Checkpoint(_)) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]))
+            }
+            Err(error) => Err(ErrorData::invalid_params(error.to_string(), None)),
+        }
+    }
+
+    /// [`execute`](Self::execute) once the run has its slot.
+    async fn execute_admitted(
+        &self,
+        runtime: Arc<dyn CodeRuntime>,
+        request: CodeRunRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CodeRunResult, ContractError> {
         // Logs go out as notifications, in order, each before the result: the sink only queues
         // them (it runs inside the host loop), this task sends them, and the result waits for
         // the end of the queue.
@@ -200,7 +247,9 @@ impl CodeModeServer {
         let sink = {
             let (queue, lines) = (queue.clone(), lines.clone());
             let denials = self.inner.approval.record.denials();
+            let observe = self.inner.serving.metrics.observer();
             EventSink::new(move |event| {
+                observe(&event);
                 if let RunEvent::Log { line } = event {
                     if lines.fetch_add(1, Ordering::Relaxed) < LOG_NOTIFICATIONS {
                         let _ = queue.send(Some(line.to_owned()));
@@ -233,16 +282,7 @@ impl CodeModeServer {
         }
         let _ = queue.send(None);
         let _ = sending.await;
-        let result = match result {
-            Ok(result) => result,
-            // A checkpoint refused is the model's to read (it may have edited what it handed
-            // back): a failed tool result, not a protocol error.
-            Err(error @ ContractError::Checkpoint(_)) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]));
-            }
-            Err(error) => return Err(ErrorData::invalid_params(error.to_string(), None)),
-        };
-        Ok(tool_result(&result))
+        result
     }
 
     fn runtime(

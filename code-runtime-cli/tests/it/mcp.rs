@@ -60,6 +60,11 @@ fn a_config_as_mcp_clients_write_it_serves_with_headers_and_expanded_variables()
 }
 
 #[test]
+fn http_serving_takes_a_token_counts_caps_and_drains() {
+    peer_script("serving.py", &[], "all serving checks passed");
+}
+
+#[test]
 fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let scratch = Scratch::new("mcp-config");
     let server_everything =
@@ -174,6 +179,19 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let output = binary().args(["mcp", "--config", &path]).output().expect("the binary runs");
     check_misuse(&output, r#"binding global "my-server" is not a usable identifier"#);
     check_misuse(&binary().args(["mcp"]).output().unwrap(), "mcp needs --config FILE");
+    let empty = scratch.write("empty.json", r#"{"servers": {}}"#);
+    let token = scratch.write("token", " \n");
+    let spaced = scratch.write("spaced", "two words\n");
+    for (args, phrase) in [
+        (vec!["--auth-token-file", &token], "--auth-token-file needs --http ADDR"),
+        (vec!["--http", "127.0.0.1:0", "--auth-token-file", &token], "is empty"),
+        (vec!["--http", "127.0.0.1:0", "--auth-token-file", &spaced], "a token is one word"),
+        (vec!["--http", "127.0.0.1:0", "--auth-token-file", "/nonexistent"], "cannot read"),
+        (vec!["--max-concurrent-runs", "0"], "--max-concurrent-runs needs a positive integer"),
+    ] {
+        let output = binary().args(["mcp", "--config", &empty]).args(args).output().unwrap();
+        check_misuse(&output, phrase);
+    }
     check_misuse(
         &binary().args(["mcp", "--config", &path, "--http", "nowhere"]).output().unwrap(),
         "--http needs an address",
