@@ -143,7 +143,12 @@ async fn serve(
         upstreams.push(upstream);
     }
     namespaces.append(&mut file.namespaces);
-    let catalogue = Catalogue { namespaces, values: file.values, call_tool: file.call_tool };
+    let catalogue = Catalogue {
+        namespaces,
+        values: file.values,
+        call_tool: file.call_tool,
+        result_bytes: config.result_bytes,
+    };
     let outcome = async {
         let runtimes = runtimes(&config)?;
         // A server that pauses runs signs their checkpoints; any replica with the same key
@@ -198,7 +203,12 @@ fn runtimes(config: &McpConfig) -> Result<Runtimes, Failure> {
         .languages
         .iter()
         .map(|language| {
-            let runtime = crate::run::provider(*language, config.limits, Isolation::Process, true)?;
+            // Shrinking results: the output budget stops no run, the shrink target replaces it.
+            let limits = match config.result_bytes {
+                Some(_) => crate::run::shrinking(config.limits),
+                None => config.limits,
+            };
+            let runtime = crate::run::provider(*language, limits, Isolation::Process, true)?;
             Ok((*language, runtime))
         })
         .collect()

@@ -64,6 +64,15 @@ pub(crate) struct Options {
     /// Output budget over the logs plus the value or message [default: 67108864]
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_output_bytes: Option<u64>,
+    /// A result over the output budget is shrunk structurally (its largest strings and arrays
+    /// cut first, same shape, marked) instead of failing as output-limit; the result then says
+    /// "truncated": {"fromBytes", "toBytes"}. The memory budget still stops the run.
+    #[arg(long)]
+    truncate: bool,
+    /// With --truncate (implied): shrink to about N tokens (4 bytes each) rather than to the
+    /// output budget.
+    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
+    max_result_tokens: Option<u64>,
     /// Writes one JSON line per binding call {"namespace", "function", "args", "ok" | "error",
     /// "startedMs", "durationMs"} as calls settle (a call that needed approval adds "approval":
     /// {"decision", "by"}); nothing is kept.
@@ -132,7 +141,9 @@ pub(crate) fn execute(
         _ => Some(approvals::checkpoint_key(options.checkpoint_key.as_deref())?),
     };
     let checkpoint = options.checkpoint.as_deref().map(CheckpointFile::create).transpose()?;
-    let runtime = provider(language, limits, isolation, false)?;
+    let truncate = truncation(options, &limits);
+    let provided = if truncate.is_some() { shrinking(limits) } else { limits };
+    let runtime = provider(language, provided, isolation, false)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -146,6 +157,7 @@ pub(crate) fn execute(
         signal: Some(signal.clone()),
         events: audited(events.as_ref(), &recorder),
         approvals: Some(approvals::approvals(mode, key)),
+        truncate,
         ..request
     };
     let result = tokio.block_on(async {
@@ -168,6 +180,25 @@ pub(crate) fn execute(
         (None, true) => ExitCode::SUCCESS,
         (None, false) => ExitCode::from(1),
     })
+}
+
+/// The byte budget `--truncate` and `--max-result-tokens` shrink a result to: about 4 bytes a
+/// token, else the output budget.
+fn truncation(options: &Options, limits: &Limits) -> Option<usize> {
+    match (options.truncate, options.max_result_tokens) {
+        (_, Some(tokens)) => Some(usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX)),
+        (true, None) => Some(limits.output_bytes()),
+        (false, None) => None,
+    }
+}
+
+/// The limits of a provider whose results are shrunk rather than failed: the output budget
+/// raised to the memory budget (what the host holds for a run is charged to that anyway), so
+/// only the memory budget stops a run that prints or returns too much, and the shrink target
+/// takes the output budget's place.
+pub(crate) fn shrinking(limits: Limits) -> Limits {
+    let memory = limits.memory_bytes().min(Limits::MAX_OUTPUT_BYTES);
+    Limits { max_output_bytes: limits.max_output_bytes.max(memory), ..limits }
 }
 
 /// The `--events` log (`-`: stderr), opened now.

@@ -13,8 +13,8 @@
 //!
 //! Because depth is unbounded, nothing here recurses, and the rule is the type's, not its
 //! callers': [`JsonValue`]'s `Drop`, `Clone`, `PartialEq`, `Debug` and `Display` keep explicit
-//! stacks on the heap, as do [`validate`], [`encoded_len`], [`encode`], [`parse`] and
-//! [`held_bytes`]. A value nested 1 000 000 levels deep is built, copied, compared, printed and
+//! stacks on the heap, as do [`validate`], [`encoded_len`], [`encode`], [`parse`],
+//! [`held_bytes`] and [`shrink`]. A value nested 1 000 000 levels deep is built, copied, compared, printed and
 //! dropped without touching the call stack. serde's data model nests one call per level, so
 //! `Serialize` writes a container deeper than [`SERDE_DEPTH`] as one raw JSON text and
 //! `Deserialize` refuses one; `serde_json::Value`, whose own `Drop` and `Clone` recurse, is met
@@ -29,6 +29,7 @@ mod encode;
 mod literal;
 mod parse;
 mod serialization;
+mod shrink;
 mod value;
 
 pub use serde_json::Number;
@@ -37,6 +38,7 @@ pub use crate::json::encode::{NumberSpelling, encode, encode_into, encode_with, 
 pub use crate::json::literal::ToJson;
 pub use crate::json::parse::{ParseError, parse, parse_strict, parse_within};
 pub use crate::json::serialization::{FromValueError, from_value, to_value};
+pub use crate::json::shrink::shrink;
 pub use crate::json::value::{JsonArray, JsonIndex, JsonMap, JsonValue, TooDeep};
 
 #[doc(hidden)]

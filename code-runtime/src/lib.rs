@@ -111,7 +111,7 @@ pub use crate::json::JsonValue;
 pub use crate::language::{AsLanguage, Language, UnknownLanguage};
 pub use crate::limits::Limits;
 pub use crate::request::{Approvals, CodeRunRequest, Resume, RunLimits};
-pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind};
+pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind, Truncated};
 pub use crate::runtime::{CodeRuntime, WithApprovals};
 /// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is
 /// the same type.

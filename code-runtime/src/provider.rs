@@ -54,7 +54,7 @@ pub use crate::provider::globals::{ProgramGlobal, ProgramGlobals, ToolIndex};
 pub use crate::provider::host::{
     Answer, Determinism, Event, Host, Hosted, Provider, Recorded, Start, Substrate, Teardown,
 };
-pub use crate::provider::ledger::{Admission, OutputLedger};
+pub use crate::provider::ledger::{Admission, OutputLedger, shrink_result};
 pub use crate::provider::spare::Spare;
 pub use crate::validation::{
     CALL_TOOL, MAX_VALUE_DEPTH, PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME,

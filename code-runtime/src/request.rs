@@ -55,6 +55,10 @@ pub struct CodeRunRequest {
     pub approvals: Option<Approvals>,
     /// The paused run this request continues ([`CodeRunRequest::resuming`]).
     pub resume: Option<Resume>,
+    /// Shrink the result to this many bytes of output (counted as the output budget counts:
+    /// the logs as a JSON array plus the value, or the failure's message) instead of handing
+    /// back more ([`CodeRunRequest::truncate`]).
+    pub truncate: Option<usize>,
 }
 
 /// What a resumed request continues: a checkpoint, and the decisions on its pending calls.
@@ -129,6 +133,20 @@ impl CodeRunRequest {
     /// Gives the program `call_tool(name, args)` ([`call_tool`](CodeRunRequest::call_tool)).
     pub fn call_tool(mut self) -> Self {
         self.call_tool = true;
+        self
+    }
+
+    /// Shrinks a result over `max_bytes` of output to fit it ([`json::shrink`](crate::json::shrink):
+    /// the largest strings and arrays cut first, same shape, explicit markers), and says so
+    /// ([`CodeRunResult::truncated`](crate::CodeRunResult::truncated)). For what a model reads,
+    /// `4 * tokens` is a fair byte budget.
+    ///
+    /// The output budget ([`Limits::max_output_bytes`](crate::Limits::max_output_bytes)) still
+    /// stops a run that outgrows it. A host that wants results shrunk rather than failed sets
+    /// that budget high (up to the memory budget, which bounds what the host holds for the run
+    /// anyway) and `max_bytes` to what it wants back, as `code-runtime run --truncate` does.
+    pub fn truncate(mut self, max_bytes: usize) -> Self {
+        self.truncate = Some(max_bytes);
         self
     }
 

@@ -34,23 +34,63 @@ pub struct CodeRunResult {
     value: Option<JsonValue>,
     error: Option<CodeRunFailure>,
     paused: Option<Box<Paused>>,
+    truncated: Option<Truncated>,
+}
+
+/// How much a result was shrunk ([`CodeRunRequest::truncate`](crate::CodeRunRequest::truncate)):
+/// its output's size before and after, counted as the output budget counts.
+/// Serialized `{"fromBytes": N, "toBytes": N}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Truncated {
+    /// The output's size as the program produced it.
+    pub from_bytes: u64,
+    /// Its size as handed back.
+    pub to_bytes: u64,
 }
 
 impl CodeRunResult {
     /// A run that completed, with its logs and its value (`None` when it returned nothing).
     /// Checks nothing: the ledger has.
     pub(crate) fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
-        Self { logs, value, error: None, paused: None }
+        Self { logs, value, error: None, paused: None, truncated: None }
     }
 
     /// A run that failed.
     pub(crate) fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
-        Self { logs, value: None, error: Some(error), paused: None }
+        Self { logs, value: None, error: Some(error), paused: None, truncated: None }
     }
 
     /// A run that paused for a decision.
     pub(crate) fn paused_with(logs: Vec<String>, paused: Paused) -> Self {
-        Self { logs, value: None, error: None, paused: Some(Box::new(paused)) }
+        Self { logs, value: None, error: None, paused: Some(Box::new(paused)), truncated: None }
+    }
+
+    /// The same result with its logs, value and message replaced by shrunk ones, saying how
+    /// much it was shrunk. The ledger's ([`provider::shrink_result`](crate::provider::shrink_result)).
+    pub(crate) fn shrunk(
+        mut self,
+        logs: Vec<String>,
+        value: Option<JsonValue>,
+        message: Option<String>,
+        truncated: Truncated,
+    ) -> Self {
+        self.logs = logs;
+        if self.value.is_some() {
+            self.value = value;
+        }
+        if let (Some(error), Some(message)) = (self.error.take(), message) {
+            self.error = Some(error.with_message(message));
+        }
+        self.truncated = Some(truncated);
+        self
+    }
+
+    /// How much the result was shrunk to fit
+    /// [`CodeRunRequest::truncate`](crate::CodeRunRequest::truncate)'s budget; `None` when it
+    /// was handed back whole.
+    pub fn truncated(&self) -> Option<Truncated> {
+        self.truncated
     }
 
     /// What the program printed, in emission order.
@@ -122,6 +162,12 @@ impl CodeRunResult {
             out.push_str(&json::quote(&error.message));
             out.push('}');
         }
+        if let Some(truncated) = &self.truncated {
+            out.push_str(&format!(
+                ",\"truncated\":{{\"fromBytes\":{},\"toBytes\":{}}}",
+                truncated.from_bytes, truncated.to_bytes
+            ));
+        }
         if let Some(paused) = &self.paused {
             out.push_str(",\"paused\":{\"pending\":");
             json::encode_into(&pending_json(&paused.pending), &mut out);
@@ -147,6 +193,9 @@ impl Serialize for CodeRunResult {
         }
         if let Some(paused) = &self.paused {
             fields.serialize_field("paused", paused)?;
+        }
+        if let Some(truncated) = &self.truncated {
+            fields.serialize_field("truncated", truncated)?;
         }
         fields.end()
     }
@@ -334,6 +383,8 @@ struct RawResult {
     error: Option<CodeRunFailure>,
     #[serde(default)]
     paused: Option<Paused>,
+    #[serde(default)]
+    truncated: Option<Truncated>,
 }
 
 /// Deserializes a present `value` key as `Some`, even when it holds `null` (a returned `null` is a
@@ -348,16 +399,18 @@ impl TryFrom<RawResult> for CodeRunResult {
     type Error = String;
 
     fn try_from(raw: RawResult) -> Result<Self, String> {
-        match (raw.value, raw.error, raw.paused) {
+        let mut result = match (raw.value, raw.error, raw.paused) {
             (Some(_), Some(_), _) => {
-                Err("a run result carries both `value` and `error`".to_owned())
+                return Err("a run result carries both `value` and `error`".to_owned());
             }
             (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
-                Err("a paused run result carries a `value` or an `error`".to_owned())
+                return Err("a paused run result carries a `value` or an `error`".to_owned());
             }
-            (None, None, Some(paused)) => Ok(Self::paused_with(raw.logs, paused)),
-            (value, None, None) => Ok(Self::completed(raw.logs, value)),
-            (None, Some(error), None) => Ok(Self::failed(raw.logs, error)),
-        }
+            (None, None, Some(paused)) => Self::paused_with(raw.logs, paused),
+            (value, None, None) => Self::completed(raw.logs, value),
+            (None, Some(error), None) => Self::failed(raw.logs, error),
+        };
+        result.truncated = raw.truncated;
+        Ok(result)
     }
 }

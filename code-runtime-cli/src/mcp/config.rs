@@ -32,7 +32,13 @@ pub(crate) struct McpConfig {
     /// `approvalFallback`: what a call that needs approval gets when the client cannot ask its
     /// user (it has no elicitation).
     pub(crate) approval_fallback: Fallback,
+    /// The bytes a result is shrunk to (`maxResultTokens` times 4, at most the output budget);
+    /// `None` with `"truncate": false`.
+    pub(crate) result_bytes: Option<usize>,
 }
+
+/// `maxResultTokens`' default: what a model reads of one result, about 24 KB.
+const DEFAULT_RESULT_TOKENS: u64 = 6_000;
 
 /// One upstream MCP server: how to reach it, and how long one of its calls may take.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,8 +91,16 @@ impl McpConfig {
         let invalid = |why: String| format!("{origin}: {why}");
         let object =
             document.as_object().ok_or_else(|| invalid("expected a JSON object".into()))?;
-        const KEYS: [&str; 6] =
-            ["servers", "mcpServers", "bindings", "languages", "limits", "approvalFallback"];
+        const KEYS: [&str; 8] = [
+            "servers",
+            "mcpServers",
+            "bindings",
+            "languages",
+            "limits",
+            "approvalFallback",
+            "truncate",
+            "maxResultTokens",
+        ];
         if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
             return Err(invalid(format!("unknown key {} ({})", json::quote(key), KEYS.join(", "))));
         }
@@ -138,8 +152,31 @@ impl McpConfig {
             let error = error.to_string();
             invalid(error.strip_prefix("code-runtime: ").unwrap_or(&error).to_owned())
         })?;
-        Ok(Self { servers, bindings, languages, limits, approval_fallback })
+        let result_bytes = result_bytes(object, &limits).map_err(invalid)?;
+        Ok(Self { servers, bindings, languages, limits, approval_fallback, result_bytes })
     }
+}
+
+/// `truncate` (default true) and `maxResultTokens` (default 6 000): the bytes a result is
+/// shrunk to, about 4 a token and never more than the output budget.
+fn result_bytes(object: &JsonMap, limits: &Limits) -> Result<Option<usize>, String> {
+    let truncate = match object.get("truncate") {
+        None | Some(JsonValue::Bool(true)) => true,
+        Some(JsonValue::Bool(false)) => false,
+        Some(_) => return Err("truncate must be true or false".into()),
+    };
+    let tokens = match object.get("maxResultTokens") {
+        None => DEFAULT_RESULT_TOKENS,
+        Some(_) if !truncate => {
+            return Err("maxResultTokens shrinks results: it needs truncate true".into());
+        }
+        Some(tokens) => tokens
+            .as_u64()
+            .filter(|tokens| *tokens > 0)
+            .ok_or("maxResultTokens must be a positive integer")?,
+    };
+    let bytes = usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+    Ok(truncate.then(|| bytes.min(limits.output_bytes())))
 }
 
 /// Where `${VAR}` gets its value: the process environment, or a test's.

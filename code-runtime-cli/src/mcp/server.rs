@@ -67,6 +67,8 @@ pub(crate) struct Catalogue {
     pub(crate) namespaces: Vec<CodeBindingNamespace>,
     pub(crate) values: IndexMap<String, JsonValue>,
     pub(crate) call_tool: bool,
+    /// The bytes each result is shrunk to, if any.
+    pub(crate) result_bytes: Option<usize>,
 }
 
 impl Catalogue {
@@ -78,6 +80,7 @@ impl Catalogue {
             // clone's recursion is bounded.
             values: self.values.clone(),
             call_tool: self.call_tool,
+            truncate: self.result_bytes,
             ..CodeRunRequest::default()
         }
     }
@@ -518,6 +521,14 @@ fn run_code_tool(
          {{\"logs\": [...], \"value\": ...}} or {{\"logs\": [...], \"error\": {{\"kind\", \"message\"}}}}.",
         languages.join(" or ")
     );
+    if let Some(bytes) = catalogue.result_bytes {
+        description.push_str(&format!(
+            " A result over about {} tokens comes back shrunk: its largest strings and arrays \
+             cut, marked \"…[truncated N chars]\" and \"… N more items\", with \
+             \"truncated\": {{\"fromBytes\", \"toBytes\"}}; return only what you need.",
+            bytes / 4
+        ));
+    }
     if pausing {
         description.push_str(
             " A call that needs the user's approval may pause the run: the result is then \

@@ -520,3 +520,48 @@ fn an_internal_failure_exits_3_with_one_line() {
     assert!(message.starts_with("code-runtime: cannot write /dev/full"), "{message}");
     assert!(stdout(&output).contains("\"value\""), "the result is not lost");
 }
+
+/// `--truncate`: a result over the output budget comes back shrunk, the same in both languages,
+/// where without it the run fails as `output-limit`.
+#[test]
+fn truncate_shrinks_what_would_fail_the_same_way_in_both_languages() {
+    let scratch = Scratch::new("truncate");
+    let python = scratch.write(
+        "big.py",
+        "rows = [{'id': i, 'body': 'x' * 200} for i in range(5000)]\nfor i in range(300):\n    print('progress', i)\nreturn {'count': len(rows), 'rows': rows}",
+    );
+    let typescript = scratch.write(
+        "big.ts",
+        "const rows = Array.from({ length: 5000 }, (_, i) => ({ id: i, body: 'x'.repeat(200) }));\nfor (let i = 0; i < 300; i++) console.log('progress', i);\nreturn { count: rows.length, rows };",
+    );
+    let mut seen = Vec::new();
+    for program in [&python, &typescript] {
+        let failed = run(&["run", program, "--max-output-bytes", "20000"]);
+        assert_eq!(failed.status.code(), Some(1));
+        assert!(stdout(&failed).contains(r#""kind":"output-limit""#), "{}", stdout(&failed));
+        for (budget, args) in [
+            (20_000, vec!["--truncate", "--max-output-bytes", "20000"]),
+            (4_000, vec!["--max-result-tokens", "1000"]),
+        ] {
+            let output = binary().args(["run", program]).args(&args).output().unwrap();
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            let result = code_runtime::json::parse(stdout(&output).trim()).unwrap();
+            let truncated = &result["truncated"];
+            let to = truncated["toBytes"].as_u64().unwrap() as usize;
+            assert!(to <= budget && to > budget / 2, "{truncated}");
+            assert!(truncated["fromBytes"].as_u64().unwrap() > 1_000_000, "{truncated}");
+            assert_eq!(result["value"]["count"], code_runtime::json!(5000));
+            let rows = result["value"]["rows"].as_array().unwrap();
+            assert!(rows.last().unwrap().as_str().unwrap().ends_with(" more items"));
+            assert_eq!(result["logs"][0], code_runtime::json!("progress 0"));
+            seen.push(stdout(&output));
+        }
+    }
+    // The same contract: the same result, byte for byte, from either language.
+    assert_eq!(seen[0], seen[2]);
+    assert_eq!(seen[1], seen[3]);
+    // Within budget: nothing cut, nothing said.
+    let small = scratch.write("small.py", "print('hi')\nreturn [1, 2, 3]");
+    let output = run(&["run", &small, "--truncate"]);
+    assert_eq!(stdout(&output).trim(), r#"{"logs":["hi"],"value":[1,2,3]}"#);
+}

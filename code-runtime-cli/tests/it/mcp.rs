@@ -162,6 +162,12 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
             r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "a${B"}}}}"#,
             "a ${ is not closed by }",
         ),
+        (r#"{"truncate": "yes"}"#, "truncate must be true or false"),
+        (r#"{"maxResultTokens": 0}"#, "maxResultTokens must be a positive integer"),
+        (
+            r#"{"truncate": false, "maxResultTokens": 10}"#,
+            "maxResultTokens shrinks results: it needs truncate true",
+        ),
     ];
     for (config, phrase) in cases {
         let path = scratch.write("config.json", config);

@@ -98,6 +98,23 @@ async def served(binary, config, env):
         check('"blue"' in shown and "authorized" in shown,
               "the remote server got the token and the default of ${GUARD_TEAM:-blue}", value)
         check(value["value"]["entities"] == 1 and value["value"]["pong"] is True, "memory and flaky answer", value)
+        check("tokens comes back shrunk" in description, "run_code tells the model results are shrunk", description[:800])
+        big = await client.call_tool("run_code", {
+            "code": "return Array.from({ length: 3000 }, (_, i) => ({ i, text: 'word '.repeat(20) }))",
+        })
+        text = big.content[0].text
+        value = json.loads(text)
+        check(not big.is_error and value["truncated"]["fromBytes"] > 300_000
+              and value["truncated"]["toBytes"] <= 24_000 and len(text.encode()) < 25_000
+              and value["value"][-1].endswith(" more items"),
+              "a 300 KB result comes back shrunk to the default 6 000 tokens, marked", text[-300:])
+        deep = await client.call_tool("run_code", {
+            "code": "let v = null; for (let i = 0; i < 30000; i++) v = [v]; return v;",
+        })
+        deep_text = deep.content[0].text
+        check(not deep.is_error and deep_text.startswith('{"logs":[],"value":[[[[') and "…[truncated " in deep_text
+              and len(deep_text.encode()) < 25_000,
+              "a 30 000-deep result over the budget keeps its outer levels and marks the rest", deep_text[-200:])
         python = await client.call_tool("run_code", {
             "code": "who = await guarded_api.whoami()\nreturn who",
             "language": "python",

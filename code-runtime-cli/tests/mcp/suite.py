@@ -263,6 +263,11 @@ async def catalogue(client):
           "describe_tools declares only what it was asked for", text)
 
 
+# These checks are of whole results (deep ones, thousands of log lines): shrinking them to the
+# default 6 000 tokens is gateway.py's to check.
+TRUNCATE_OFF = {"truncate": False}
+
+
 async def main():
     scratch = peers.scratch_dir()
     memory, memory_env = peers.memory_command(scratch)
@@ -281,13 +286,13 @@ async def main():
         # Over HTTP, the upstream is reached over HTTP too.
         with peers.everything_over_http() as url:
             servers["everything"] = {"url": url, "approval": "none"}
-            config = peers.write_config(scratch, servers, {"maxCalls": 30})
+            config = peers.write_config(scratch, servers, {"maxCalls": 30}, extra=TRUNCATE_OFF)
             async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
                 await suite(client, logs)
                 audited(record)
     else:
         servers["everything"] = {"command": peers.everything_command(), "approval": "none"}
-        config = peers.write_config(scratch, servers, {"maxCalls": 30})
+        config = peers.write_config(scratch, servers, {"maxCalls": 30}, extra=TRUNCATE_OFF)
         async with peers.session(BINARY, config, TRANSPORT, logs, extra) as client:
             await suite(client, logs)
             audited(record)

@@ -237,7 +237,7 @@ impl Drop for JsonMap {
 // Clone and equality, without recursion.
 
 /// A tree [`build`] copies into a [`JsonValue`]: ours by reference, or `serde_json`'s.
-trait Tree: Sized {
+pub(crate) trait Tree: Sized {
     type Key: Into<String>;
     type Items: Iterator<Item = Self>;
     type Members: Iterator<Item = (Self::Key, Self)>;
@@ -246,7 +246,7 @@ trait Tree: Sized {
     fn node(self) -> Node<Self::Items, Self::Members>;
 }
 
-enum Node<I, M> {
+pub(crate) enum Node<I, M> {
     Flat(JsonValue),
     Array(I, usize),
     Object(M, usize),
@@ -260,7 +260,7 @@ enum Building<T: Tree> {
 }
 
 /// A copy of `root` built on a heap stack, one container per frame.
-fn build<T: Tree>(root: T) -> JsonValue {
+pub(crate) fn build<T: Tree>(root: T) -> JsonValue {
     let mut stack: Vec<Building<T>> = Vec::new();
     // The value just finished, to attach to the innermost open container.
     let mut done = open(root, &mut stack);

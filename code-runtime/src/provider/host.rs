@@ -27,7 +27,8 @@ use crate::provider::report::RunReport;
 use crate::provider::switchboard::{Switchboard, Turn};
 use crate::provider::{
     Admission, BindingTable, CallId, Ending, FunctionId, HostMemory, LOG_LINE_BYTES, OutputLedger,
-    ProgramGlobals, RunGate, RunPermit, StopReason, reactor, unfenced, validate_request,
+    ProgramGlobals, RunGate, RunPermit, StopReason, reactor, shrink_result, unfenced,
+    validate_request,
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
@@ -391,6 +392,7 @@ impl<P: Provider> Host<P> {
         let mut permit = self.gate.enter()?;
         validate_request(&request)?;
         let limits = self.limits.tighten(&request.limits)?;
+        let truncate = request.truncate;
         let language = self.provider.language();
         let resumed = resumed(language, &request)?;
         let CodeRunRequest {
@@ -456,6 +458,8 @@ impl<P: Provider> Host<P> {
         }
         .instrument(span)
         .await;
+        // Shrunk to the request's budget, when it gave one.
+        let result = truncate.into_iter().fold(result, shrink_result);
         report.finish(&result);
         Ok(result)
     }

@@ -200,3 +200,59 @@ fn limit_result(max: usize, mut logs: Vec<String>, overflow: Option<String>) -> 
     let message = json::truncate(full.message(), max.saturating_sub(used)).to_owned();
     CodeRunResult::failed(logs, full.with_message(message))
 }
+
+/// `result` shrunk so that its output (the logs as a JSON array, plus the value or the failure's
+/// message, as the ledger counts them) takes at most `max_bytes`, with
+/// [`CodeRunResult::truncated`] saying from how much to how much ([`json::shrink`]: the logs and
+/// the value share the budget, their largest parts cut first). Returned whole when it fits, when
+/// it paused (its pending calls are what resuming needs), or when even the harshest cut is over
+/// the budget.
+pub fn shrink_result(result: CodeRunResult, max_bytes: usize) -> CodeRunResult {
+    if result.paused().is_some() {
+        return result;
+    }
+    let logs = crate::JsonValue::from(
+        result.logs().iter().map(|line| crate::JsonValue::String(line.clone())).collect::<Vec<_>>(),
+    );
+    // The failure's message stands where the value would.
+    let value = match (result.value(), result.error()) {
+        (Some(value), _) => Some(value.clone()),
+        (None, Some(error)) => Some(crate::JsonValue::String(error.message().to_owned())),
+        (None, None) => None,
+    };
+    let mut parts = vec![&logs];
+    parts.extend(value.as_ref());
+    let size = |parts: &[&crate::JsonValue]| -> usize {
+        parts.iter().map(|part| json::encoded_len(part, usize::MAX).unwrap_or(usize::MAX)).sum()
+    };
+    let from = size(&parts);
+    if from <= max_bytes {
+        return result;
+    }
+    let Some(mut shrunk) = json::shrink(&parts, max_bytes) else {
+        return result;
+    };
+    let to = size(&shrunk.iter().collect::<Vec<_>>());
+    let value = (shrunk.len() > 1).then(|| shrunk.remove(1));
+    let logs = match shrunk.remove(0) {
+        crate::JsonValue::Array(lines) => lines
+            .into_vec()
+            .into_iter()
+            .map(|line| match line {
+                crate::JsonValue::String(line) => line,
+                // Every line was a string, and so is every marker.
+                other => json::encode(&other),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (value, message) = match (result.error().is_some(), value) {
+        (true, Some(crate::JsonValue::String(message))) => (None, Some(message)),
+        (_, value) => (value, None),
+    };
+    let truncated = crate::Truncated {
+        from_bytes: u64::try_from(from).unwrap_or(u64::MAX),
+        to_bytes: u64::try_from(to).unwrap_or(u64::MAX),
+    };
+    result.shrunk(logs, value, message, truncated)
+}

@@ -469,7 +469,7 @@ fn a_deep_text_that_fails_late_is_dropped_without_recursion() {
 
 /// Runs `check` on a thread with a 256 KiB stack: a walk that recursed once per level of a
 /// 1 000 000-deep value would need hundreds of megabytes.
-fn on_a_small_stack(check: impl FnOnce() + Send + 'static) {
+pub(crate) fn on_a_small_stack(check: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
         .stack_size(256 << 10)
         .spawn(check)

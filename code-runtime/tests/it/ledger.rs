@@ -390,3 +390,64 @@ fn every_ending_has_its_catalogued_failure() {
         assert_eq!(result.error(), Some(&failure(kind, message)));
     }
 }
+
+/// A result shrunk to `max_bytes` fits, and says from how much to how much.
+fn check_shrunk(original: &CodeRunResult, max_bytes: usize) -> CodeRunResult {
+    let shrunk = code_runtime::provider::shrink_result(original.clone(), max_bytes);
+    let truncated = shrunk.truncated().expect("it was cut");
+    assert_eq!(truncated.from_bytes as usize, counted(original));
+    assert_eq!(truncated.to_bytes as usize, counted(&shrunk));
+    assert!(counted(&shrunk) <= max_bytes, "{} > {max_bytes}", counted(&shrunk));
+    shrunk
+}
+
+#[test]
+fn a_result_over_its_truncation_budget_shrinks_logs_and_value_together() {
+    let lines: Vec<String> = (0..500).map(|i| format!("progress {i}")).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let rows: Vec<JsonValue> =
+        (0..2_000).map(|i| json!({"id": i, "name": "x".repeat(50)})).collect();
+    let original = run(usize::MAX, &lines, returned(json!({ "rows": rows })));
+    let shrunk = check_shrunk(&original, 2_000);
+    assert!(shrunk.is_ok());
+    let rows = shrunk.value().unwrap()["rows"].as_array().unwrap();
+    assert!(rows.last().unwrap().as_str().unwrap().ends_with(" more items"));
+    assert!(shrunk.logs().last().unwrap().ends_with(" more items"));
+    assert_eq!(shrunk.logs()[0], "progress 0");
+    // Its JSON form says it was cut, and reads back the same.
+    let text = shrunk.to_json();
+    let truncated = shrunk.truncated().unwrap();
+    assert!(
+        text.ends_with(&format!(
+            ",\"truncated\":{{\"fromBytes\":{},\"toBytes\":{}}}}}",
+            truncated.from_bytes, truncated.to_bytes
+        )),
+        "{text}"
+    );
+    let read: CodeRunResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, shrunk);
+    let serialized = serde_json::to_string(&read).unwrap();
+    assert!(serialized.contains("\"truncated\":{\"fromBytes\""), "{serialized}");
+}
+
+#[test]
+fn a_failure_keeps_its_kind_and_a_cut_message() {
+    let original = run(usize::MAX, &["before"], threw("E".repeat(100_000)));
+    let shrunk = check_shrunk(&original, 500);
+    let error = shrunk.error().unwrap();
+    assert_eq!(error.kind(), FailureKind::Exception);
+    assert!(error.message().starts_with("EEE") && error.message().contains("…[truncated "));
+    assert_eq!(shrunk.logs(), ["before"]);
+}
+
+#[test]
+fn a_result_within_its_truncation_budget_is_untouched() {
+    let original = run(usize::MAX, &["a", "b"], returned(json!({"k": [1, 2, 3]})));
+    let same = code_runtime::provider::shrink_result(original.clone(), counted(&original));
+    assert_eq!(same, original);
+    assert_eq!(same.truncated(), None);
+    assert!(!same.to_json().contains("truncated"));
+    // A budget below any cut hands the result back whole rather than lose its kind.
+    let tiny = code_runtime::provider::shrink_result(original.clone(), 3);
+    assert_eq!(tiny, original);
+}

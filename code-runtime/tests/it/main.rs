@@ -15,6 +15,7 @@ mod observe;
 mod program_globals;
 mod program_text;
 mod result;
+mod shrink;
 mod validation;
 
 use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue};
