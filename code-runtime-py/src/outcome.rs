@@ -6,8 +6,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::conversion;
 
-/// `("result", logs, value, error, paused)` or `("contract", message)`: `error` is
-/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`.
+/// `("result", logs, value, error, paused, truncated)` or `("contract", message)`: `error` is
+/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`, `truncated` is
+/// `(from_bytes, to_bytes)`.
 pub(crate) fn outcome_tuple<'py>(
     py: Python<'py>,
     outcome: Result<CodeRunResult, ContractError>,
@@ -40,9 +41,11 @@ pub(crate) fn outcome_tuple<'py>(
         Some(failure) => (failure.kind().as_str(), failure.message()).into_pyobject(py)?.into_any(),
         None => py.None().into_bound(py),
     };
+    let truncated = match result.truncated() {
+        Some(truncated) => (truncated.from_bytes, truncated.to_bytes).into_pyobject(py)?.into_any(),
+        None => py.None().into_bound(py),
+    };
     let logs = PyList::new(py, result.logs())?;
-    PyTuple::new(
-        py,
-        ["result".into_pyobject(py)?.into_any(), logs.into_any(), value, error, paused],
-    )
+    let tag = "result".into_pyobject(py)?.into_any();
+    PyTuple::new(py, [tag, logs.into_any(), value, error, paused, truncated])
 }

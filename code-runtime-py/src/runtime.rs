@@ -227,7 +227,7 @@ impl NativeRuntime {
     /// A run of `code`, to be polled on the caller's event loop ([`RunDriver`]); `done(outcome)`
     /// is called once, on that loop's thread, with the outcome tuple the package turns into a
     /// `RunResult` or a `ContractError`.
-    #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None))]
+    #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None, truncate = None))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python method")]
     fn run(
         &self,
@@ -241,8 +241,10 @@ impl NativeRuntime {
         approver: Option<Py<PyAny>>,
         approval_timeout_ms: Option<u64>,
         resume: Option<(Vec<u8>, Bound<'_, PyDict>)>,
+        truncate: Option<usize>,
     ) -> PyResult<RunDriver> {
         let mut request = CodeRunRequest::new(code);
+        request.truncate = truncate;
         request.bindings = namespaces
             .into_iter()
             .map(|(namespace, invoke)| namespace.get().bound(invoke))

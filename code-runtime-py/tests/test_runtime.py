@@ -46,6 +46,24 @@ def test_a_failing_program_is_a_result_not_an_exception(rt: Runtime) -> None:
     assert result.value is None
 
 
+def test_a_result_over_truncate_comes_back_shrunk_and_says_so(rt: Runtime) -> None:
+    code = program(
+        rt,
+        "return [{'id': i, 'text': 'word ' * 40} for i in range(2000)]",
+        "return Array.from({ length: 2000 }, (_, i) => ({ id: i, text: 'word '.repeat(40) }));",
+    )
+    result = run(rt.run(code, truncate=4000))
+    assert result.ok and result.truncated is not None
+    assert result.truncated.from_bytes > 400_000
+    assert 2000 < result.truncated.to_bytes <= 4000
+    assert result.value[0]["id"] == 0 and result.value[-1].endswith(" more items")
+    # Within the budget: whole, and nothing said.
+    small = run(rt.run(program(rt, "return [1, 2]", "return [1, 2];"), truncate=4000))
+    assert small.value == [1, 2] and small.truncated is None
+    with pytest.raises(ContractError, match="truncate is a number of bytes"):
+        run(rt.run("return 1", truncate=-1))
+
+
 def test_a_syntax_error_is_an_exception_result(rt: Runtime) -> None:
     result = run(rt.run("return (("))
     assert result.error is not None and result.error.kind == "exception"

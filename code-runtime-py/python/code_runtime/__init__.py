@@ -31,6 +31,7 @@ from ._runtime import (
     RunError,
     RunResult,
     Runtime,
+    Truncated,
     cell_executable,
     describe,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "RunError",
     "RunResult",
     "Runtime",
+    "Truncated",
     "cell_executable",
     "describe",
 ]

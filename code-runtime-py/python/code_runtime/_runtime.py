@@ -102,6 +102,8 @@ class RunResult:
     checkpoint: Optional[bytes] = None
     #: A paused run's calls that wait for a decision.
     pending: List[PendingCall] = field(default_factory=list)
+    #: How much the result was shrunk to fit ``truncate``; ``None`` when it came back whole.
+    truncated: Optional["Truncated"] = None
 
     @property
     def ok(self) -> bool:
@@ -112,6 +114,15 @@ class RunResult:
     def paused(self) -> bool:
         """Whether the run paused for decisions (see :attr:`pending`)."""
         return self.checkpoint is not None
+
+
+@dataclass(frozen=True)
+class Truncated:
+    """A result shrunk to its run's ``truncate`` budget: its output's size (the logs as a JSON
+    array, plus the value or the error's message) before and after."""
+
+    from_bytes: int
+    to_bytes: int
 
 
 @dataclass(frozen=True)
@@ -307,6 +318,7 @@ class Runtime:
         on_event: Optional[EventHandler] = None,
         approver: Optional[Approver] = None,
         approval_timeout: Optional[float] = None,
+        truncate: Optional[int] = None,
     ) -> RunResult:
         """Runs ``code`` (the body of an async function: top-level ``await`` and ``return``).
 
@@ -315,12 +327,24 @@ class Runtime:
         event as a dict (``{"type": "log" | "call" | "settled" | "approval_requested" |
         "approval_decided" | "end", ...}``) on this event loop. ``approver`` decides the calls
         that need approval; ``approval_timeout`` (seconds, default 600) then denies.
+        ``truncate`` (bytes; about 4 a token) shrinks a larger result to fit: its largest strings
+        and lists cut first, same shape, marked, and :attr:`RunResult.truncated` says so (the
+        ``max_output_bytes`` limit still stops a run that outgrows it).
 
         Everything the program does is in the result; only misuse of the contract raises
         (:class:`ContractError`). Cancelling the awaiting task stops the program.
         """
         return await self._start(
-            code, namespaces, values, limits, call_tool, on_event, approver, approval_timeout, None
+            code,
+            namespaces,
+            values,
+            limits,
+            call_tool,
+            on_event,
+            approver,
+            approval_timeout,
+            None,
+            truncate,
         )
 
     async def resume(
@@ -364,6 +388,7 @@ class Runtime:
             approver,
             approval_timeout,
             (bytes(checkpoint), decided),
+            None,
         )
 
     async def _start(
@@ -377,9 +402,14 @@ class Runtime:
         approver: Optional[Approver],
         approval_timeout: Optional[float],
         resume: Optional[Tuple[bytes, Dict[int, Optional[str]]]],
+        truncate: Optional[int],
     ) -> RunResult:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
+        if truncate is not None and (
+            isinstance(truncate, bool) or not isinstance(truncate, int) or truncate < 0
+        ):
+            raise ContractError(f"truncate is a number of bytes, not {truncate!r}")
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         finished: asyncio.Future[Tuple[Any, ...]] = loop.create_future()
@@ -404,6 +434,7 @@ class Runtime:
                 None if approval_timeout is None else max(0, int(approval_timeout * 1000))
             ),
             resume=resume,
+            truncate=truncate,
         )
         # The run is polled on this loop: whenever its eventfd rings, and once now.
         run = _Run(driver, loop)
@@ -468,7 +499,7 @@ def _settle(future: "asyncio.Future[Any]", value: Any) -> None:
 def _result(outcome: Tuple[Any, ...]) -> RunResult:
     if outcome[0] == "contract":
         raise ContractError(outcome[1])
-    _, logs, value, error, paused = outcome
+    _, logs, value, error, paused, truncated = outcome
     checkpoint, pending = (None, []) if paused is None else paused
     return RunResult(
         logs=logs,
@@ -476,6 +507,7 @@ def _result(outcome: Tuple[Any, ...]) -> RunResult:
         error=None if error is None else RunError(error[0], error[1]),
         checkpoint=checkpoint,
         pending=[PendingCall(**call) for call in pending],
+        truncated=None if truncated is None else Truncated(truncated[0], truncated[1]),
     )
 
 
