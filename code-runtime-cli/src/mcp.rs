@@ -5,6 +5,7 @@ mod admission;
 mod approval;
 mod config;
 mod metrics;
+mod passthrough;
 mod server;
 mod upstream;
 
@@ -26,6 +27,7 @@ use crate::mcp::admission::Admission;
 use crate::mcp::approval::Fallback;
 use crate::mcp::config::McpConfig;
 use crate::mcp::metrics::Metrics;
+use crate::mcp::passthrough::Passthrough;
 use crate::mcp::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes, Serving};
 use crate::mcp::upstream::Upstream;
 
@@ -164,7 +166,14 @@ async fn serve(
         };
         // A drain waits for runs up to their wall clock, and for the approvals they wait on.
         let drain_within = Duration::from_millis(config.limits.max_wall_ms) + DRAIN_GRACE;
-        let server = CodeModeServer::new(catalogue, runtimes.clone(), approvals, serving.clone());
+        let passthrough = Passthrough::new(upstreams.clone());
+        let server = CodeModeServer::new(
+            catalogue,
+            runtimes.clone(),
+            approvals,
+            serving.clone(),
+            passthrough,
+        );
         let served = match server {
             Ok(server) => {
                 // Serving: what the upstream servers say on stderr is ours to pass on now.

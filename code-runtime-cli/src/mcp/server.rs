@@ -17,9 +17,11 @@ use code_runtime::{
 use code_runtime_fixtures::Recorder;
 use indexmap::IndexMap;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -27,6 +29,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use crate::mcp::admission::Admission;
 use crate::mcp::approval::{ClientApprover, Fallback};
 use crate::mcp::metrics::Metrics;
+use crate::mcp::passthrough::Passthrough;
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -101,6 +104,7 @@ struct Inner {
     level: AtomicU8,
     approval: ApprovalSetup,
     serving: Serving,
+    passthrough: Passthrough,
 }
 
 impl CodeModeServer {
@@ -114,6 +118,7 @@ impl CodeModeServer {
         runtimes: Runtimes,
         approval: ApprovalSetup,
         serving: Serving,
+        passthrough: Passthrough,
     ) -> Result<Self, String> {
         let mut declarations = Vec::new();
         for (language, _) in &runtimes {
@@ -138,6 +143,7 @@ impl CodeModeServer {
             level: AtomicU8::new(level_rank(LoggingLevel::Debug)),
             approval,
             serving,
+            passthrough,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -416,7 +422,17 @@ impl CodeModeServer {
 
 impl ServerHandler for CodeModeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
+        let mut capabilities =
+            ServerCapabilities::builder().enable_tools().enable_logging().build();
+        // What the upstream servers offer besides tools, offered on.
+        let (resources, prompts) = self.inner.passthrough.offers();
+        if resources {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
+        if prompts {
+            capabilities.prompts = Some(PromptsCapability::default());
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("code-runtime", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Call run_code with a program that calls the tools it declares: many tool calls, \
@@ -430,6 +446,46 @@ impl ServerHandler for CodeModeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.inner.passthrough.resources().await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.inner.passthrough.templates().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.inner.passthrough.read(request).await.map(ReadResourceResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.inner.passthrough.prompts().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.inner.passthrough.prompt(request).await.map(GetPromptResponse::from)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

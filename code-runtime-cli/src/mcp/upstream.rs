@@ -11,7 +11,10 @@ use code_runtime::{
     ApprovalRule, BindingArgs, BindingError, BindingFunction, CodeBindingNamespace, binding,
 };
 use code_runtime_fixtures::Recorder;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResult,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -36,6 +39,8 @@ pub(crate) struct Upstream {
     server: Server,
     client: Mutex<Option<Client>>,
     stderr: Arc<Stderr>,
+    /// Whether it offers resources, and prompts (its capabilities when it was connected).
+    offers: (bool, bool),
 }
 
 /// What a command server writes on stderr: kept (its last line names why it failed to start),
@@ -75,11 +80,15 @@ impl Upstream {
                 info.server_info.as_ref().map(|about| format!("{} {}", about.name, about.version))
             })
         });
+        let offers = client.peer_info().map_or((false, false), |info| {
+            (info.capabilities.resources.is_some(), info.capabilities.prompts.is_some())
+        });
         let upstream = Self {
             namespace: namespace.to_owned(),
             server,
             client: Mutex::new(Some(client)),
             stderr,
+            offers,
         };
         Ok((Arc::new(upstream), Offer { tools, description }))
     }
@@ -181,6 +190,70 @@ impl Upstream {
                 }
                 Err(BindingError::new(format!("upstream server {server} failed the call: {error}")))
             }
+        }
+    }
+
+    /// The namespace its tools are in, and the prefix of its resources' and prompts' names.
+    pub(crate) fn name(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Whether it offers resources, and prompts.
+    pub(crate) fn offers(&self) -> (bool, bool) {
+        self.offers
+    }
+
+    /// Its resources.
+    pub(crate) async fn resources(&self) -> Result<Vec<Resource>, String> {
+        self.ask("resources/list", |peer| async move { peer.list_all_resources().await }).await
+    }
+
+    /// Its resource templates.
+    pub(crate) async fn templates(&self) -> Result<Vec<ResourceTemplate>, String> {
+        let list =
+            |peer: rmcp::Peer<RoleClient>| async move { peer.list_all_resource_templates().await };
+        self.ask("resources/templates/list", list).await
+    }
+
+    /// One resource.
+    pub(crate) async fn read(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, String> {
+        self.ask("resources/read", |peer| async move { peer.read_resource(params).await }).await
+    }
+
+    /// Its prompts.
+    pub(crate) async fn prompts(&self) -> Result<Vec<Prompt>, String> {
+        self.ask("prompts/list", |peer| async move { peer.list_all_prompts().await }).await
+    }
+
+    /// One prompt.
+    pub(crate) async fn prompt(
+        &self,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, String> {
+        self.ask("prompts/get", |peer| async move { peer.get_prompt(params).await }).await
+    }
+
+    /// One request of `method` to the server, within its `timeoutMs`; an error names the server.
+    async fn ask<T, F>(
+        &self,
+        method: &str,
+        request: impl FnOnce(rmcp::Peer<RoleClient>) -> F,
+    ) -> Result<T, String>
+    where
+        F: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
+    {
+        let server = json::quote(&self.namespace);
+        let peer = self.peer().await.map_err(|error| error.message().to_owned())?;
+        match tokio::time::timeout(self.server.call_timeout, request(peer)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(error)) => Err(format!("upstream server {server}: {method} failed: {error}")),
+            Err(_) => Err(format!(
+                "upstream server {server} did not answer {method} within {} ms",
+                self.server.call_timeout.as_millis()
+            )),
         }
     }
 

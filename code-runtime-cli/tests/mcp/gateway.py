@@ -115,11 +115,41 @@ async def served(binary, config, env):
         check(not deep.is_error and deep_text.startswith('{"logs":[],"value":[[[[') and "…[truncated " in deep_text
               and len(deep_text.encode()) < 25_000,
               "a 30 000-deep result over the budget keeps its outer levels and marks the rest", deep_text[-200:])
+        await passed_through(client)
         python = await client.call_tool("run_code", {
             "code": "who = await guarded_api.whoami()\nreturn who",
             "language": "python",
         })
         check(not python.is_error and "blue" in python.content[0].text, "from Python too", python.content[0].text)
+
+
+async def passed_through(client):
+    """The remote server's resources, templates and prompts, under its namespace."""
+    resources = (await client.list_resources()).resources
+    motd = [resource for resource in resources if resource.name == "guarded_api/motd"]
+    check(len(motd) == 1 and str(motd[0].uri) == "guarded://motd", "resources are listed as <namespace>/<name>",
+          [(r.name, str(r.uri)) for r in resources])
+    read = await client.read_resource("guarded://motd")
+    check(read.contents[0].text == "all systems nominal", "a listed resource reads from its server", read)
+    templates = (await client.list_resource_templates()).resource_templates
+    check([(t.name, t.uri_template) for t in templates] == [("guarded_api/user", "guarded://users/{name}")],
+          "templates are listed as <namespace>/<name>", templates)
+    read = await client.read_resource("guarded://users/ana")
+    check(read.contents[0].text == "the profile of ana", "a URI of a template reads from its server", read)
+    prompts = (await client.list_prompts()).prompts
+    check([prompt.name for prompt in prompts] == ["guarded_api/greet"], "prompts are listed as <namespace>/<name>", prompts)
+    prompt = await client.get_prompt("guarded_api/greet", {"name": "ana"})
+    check("Say hello to ana" in prompt.messages[0].content.text, "a prompt comes from its server", prompt)
+    for attempt, phrase in (
+        (client.read_resource("nowhere://x"), 'no resource "nowhere://x"'),
+        (client.get_prompt("nobody/greet", {}), 'no upstream server "nobody" offers prompts'),
+        (client.get_prompt("greet", {}), "prompts are <server>/<name>"),
+    ):
+        try:
+            await attempt
+            check(False, "an error for " + phrase)
+        except Exception as error:  # the SDK raises McpError
+            check(phrase in str(error), "a clear error: " + phrase, str(error))
 
 
 def misuse(config, env, phrase):

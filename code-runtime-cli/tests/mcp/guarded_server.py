@@ -19,6 +19,22 @@ def whoami() -> dict:
     return {"team": seen["team"], "authorized": True}
 
 
+@server.resource("guarded://motd", name="motd", description="The message of the day.")
+def motd() -> str:
+    return "all systems nominal"
+
+
+@server.resource("guarded://users/{name}", name="user")
+def user(name: str) -> str:
+    return "the profile of " + name
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greets someone."""
+    return "Say hello to %s, warmly." % name
+
+
 def guarded(app):
     expected = ("Bearer " + os.environ["GUARD_EXPECT_TOKEN"]).encode()
 
