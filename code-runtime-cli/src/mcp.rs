@@ -6,6 +6,7 @@ mod approval;
 mod config;
 mod metrics;
 mod passthrough;
+mod relay;
 mod server;
 mod upstream;
 
@@ -289,7 +290,7 @@ async fn serve_http(
     let stop = CancellationToken::new();
     let config = http_config(http.address).with_cancellation_token(stop.child_token());
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

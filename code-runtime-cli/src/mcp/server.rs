@@ -30,6 +30,7 @@ use crate::mcp::admission::Admission;
 use crate::mcp::approval::{ClientApprover, Fallback};
 use crate::mcp::metrics::Metrics;
 use crate::mcp::passthrough::Passthrough;
+use crate::mcp::relay::Downstream;
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -89,11 +90,16 @@ impl Catalogue {
     }
 }
 
-/// The server: one per process, shared by every session.
+/// The server: one per process, shared by every session; each session's copy has a number of
+/// its own ([`CodeModeServer::for_session`]).
 #[derive(Clone)]
 pub(crate) struct CodeModeServer {
     inner: Arc<Inner>,
+    session: u64,
 }
+
+/// The last session number given.
+static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 struct Inner {
     catalogue: Catalogue,
@@ -145,7 +151,14 @@ impl CodeModeServer {
             serving,
             passthrough,
         };
-        Ok(Self { inner: Arc::new(inner) })
+        Ok(Self { inner: Arc::new(inner), session: 0 }.for_session())
+    }
+
+    /// The server for a new client session: what an upstream server asks during a call is
+    /// relayed only within one session (`relay.rs`).
+    pub(crate) fn for_session(&self) -> Self {
+        let session = SESSIONS.fetch_add(1, Ordering::Relaxed) + 1;
+        Self { inner: self.inner.clone(), session }
     }
 
     async fn run_code(
@@ -281,7 +294,8 @@ impl CodeModeServer {
             }),
             ..request
         };
-        let result = runtime.run(request).await;
+        // The upstream calls of the run relay what their servers ask to this client.
+        let result = Downstream::of(self.session, &context).serving(runtime.run(request)).await;
         let printed = lines.load(Ordering::Relaxed);
         if printed > LOG_NOTIFICATIONS {
             let more = printed - LOG_NOTIFICATIONS;

@@ -24,6 +24,7 @@ use tokio::process::ChildStderr;
 use tokio::sync::Mutex;
 
 use crate::mcp::config::{Reach, Server};
+use crate::mcp::relay::{Downstream, Relay, RelayHandler};
 
 /// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(30);
@@ -31,7 +32,7 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(30);
 /// The most host memory the value parsed from a tool's text may hold ([`json::parse_within`]).
 const MAX_VALUE_BYTES: usize = 256 << 20;
 
-type Client = RunningService<RoleClient, ()>;
+type Client = RunningService<RoleClient, RelayHandler>;
 
 /// One upstream server: how to reach it, and the connection, made again when it has closed.
 pub(crate) struct Upstream {
@@ -41,6 +42,8 @@ pub(crate) struct Upstream {
     stderr: Arc<Stderr>,
     /// Whether it offers resources, and prompts (its capabilities when it was connected).
     offers: (bool, bool),
+    /// The clients its calls in flight serve, for what it asks them.
+    relay: Arc<Relay>,
 }
 
 /// What a command server writes on stderr: kept (its last line names why it failed to start),
@@ -67,7 +70,9 @@ impl Upstream {
     ) -> Result<(Arc<Self>, Offer), String> {
         let failed = |why: String| format!("upstream server {}: {why}", json::quote(namespace));
         let stderr = Arc::new(Stderr::default());
-        let client = tokio::time::timeout(CONNECT_WITHIN, connect(namespace, &server, &stderr))
+        let relay = Arc::new(Relay::default());
+        let connecting = connect(namespace, &server, &stderr, &relay);
+        let client = tokio::time::timeout(CONNECT_WITHIN, connecting)
             .await
             .map_err(|_| failed(format!("no answer within {} s", CONNECT_WITHIN.as_secs())))?
             .map_err(|why| failed(stderr.explained(why)))?;
@@ -89,6 +94,7 @@ impl Upstream {
             client: Mutex::new(Some(client)),
             stderr,
             offers,
+            relay,
         };
         Ok((Arc::new(upstream), Offer { tools, description }))
     }
@@ -168,6 +174,8 @@ impl Upstream {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        // What the server asks while the call is in flight goes to the client of the run.
+        let _relayed = Downstream::current().map(|downstream| self.relay.enter(downstream));
         // Dropping the call at the timeout sends `notifications/cancelled` upstream.
         let answered = tokio::time::timeout(self.server.call_timeout, peer.call_tool(params));
         let Ok(answer) = answered.await else {
@@ -263,7 +271,7 @@ impl Upstream {
         if let Some(live) = client.as_ref().filter(|live| !live.peer().is_transport_closed()) {
             return Ok(live.peer().clone());
         }
-        let connecting = connect(&self.namespace, &self.server, &self.stderr);
+        let connecting = connect(&self.namespace, &self.server, &self.stderr, &self.relay);
         let reconnected = tokio::time::timeout(CONNECT_WITHIN, connecting)
             .await
             .map_err(|_| "no answer".to_owned())
@@ -296,7 +304,13 @@ impl Upstream {
     }
 }
 
-async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Result<Client, String> {
+async fn connect(
+    namespace: &str,
+    server: &Server,
+    stderr: &Arc<Stderr>,
+    relay: &Arc<Relay>,
+) -> Result<Client, String> {
+    let handler = RelayHandler(relay.clone());
     match &server.reach {
         Reach::Command { argv, env, cwd } => {
             #[expect(clippy::disallowed_methods, reason = "the configured upstream server")]
@@ -312,13 +326,14 @@ async fn connect(namespace: &str, server: &Server, stderr: &Arc<Stderr>) -> Resu
             if let Some(pipe) = pipe {
                 tokio::spawn(stderr.clone().relay(namespace.to_owned(), pipe));
             }
-            ().serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
+            handler.serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
         }
         Reach::Url { url, headers } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers.iter().cloned().collect());
             let transport = StreamableHttpClientTransport::from_config(config);
-            ().serve(transport)
+            handler
+                .serve(transport)
                 .await
                 .map_err(|error| format!("cannot connect to {url}: {}", root_cause(&error)))
         }

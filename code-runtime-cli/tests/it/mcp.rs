@@ -60,6 +60,11 @@ fn a_config_as_mcp_clients_write_it_serves_with_headers_and_expanded_variables()
 }
 
 #[test]
+fn what_an_upstream_server_asks_during_a_call_reaches_the_client() {
+    peer_script("relay.py", &[], "all relay checks passed");
+}
+
+#[test]
 fn http_serving_takes_a_token_counts_caps_and_drains() {
     peer_script("serving.py", &[], "all serving checks passed");
 }

@@ -81,11 +81,11 @@ def write_config(scratch, servers, limits=None, languages=None, extra=None):
 
 
 @contextlib.asynccontextmanager
-async def session(binary, config, transport, logs=None, extra=(), elicitation=None, env=None):
+async def session(binary, config, transport, logs=None, extra=(), elicitation=None, env=None, sampling=None):
     """A `ClientSession` with `code-runtime mcp --config CONFIG [EXTRA...]`, over `transport`
     ("stdio" or "http"). Log notifications are appended to `logs`; `elicitation`, when given, is
-    the client's elicitation callback (the client then declares the capability); `env` adds to
-    the server's environment (stdio)."""
+    the client's elicitation callback (the client then declares the capability), `sampling` its
+    sampling callback (likewise); `env` adds to the server's environment (stdio)."""
 
     async def on_log(params):
         if logs is not None:
@@ -94,6 +94,8 @@ async def session(binary, config, transport, logs=None, extra=(), elicitation=No
     callbacks = {"logging_callback": on_log}
     if elicitation is not None:
         callbacks["elicitation_callback"] = elicitation
+    if sampling is not None:
+        callbacks["sampling_callback"] = sampling
     if transport == "stdio":
         params = StdioServerParameters(
             command=binary,
