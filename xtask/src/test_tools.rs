@@ -12,7 +12,8 @@ use crate::toolchain::project_root;
 /// Each directory, the file its `npm ci` makes, and the module its venv must import.
 const TOOLS: [(&str, &str, &str); 2] = [
     ("typecheck", "node_modules/.bin/tsc", "mypy"),
-    ("mcp-peers", "node_modules/@modelcontextprotocol/server-everything/dist/index.js", "mcp"),
+    // The newest of its packages: an install made before it was added is made again.
+    ("mcp-peers", "node_modules/@modelcontextprotocol/conformance/dist/index.js", "mcp"),
 ];
 
 /// Installs what is not installed yet: each directory's `node_modules` (`npm ci`) and `.venv`

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ProgressNotificationParam, ProgressToken,
+    ElicitRequestParams, ElicitResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServiceError};
@@ -163,6 +163,9 @@ impl ClientHandler for RelayHandler {
         info.capabilities = capabilities;
         info.client_info =
             rmcp::model::Implementation::new("code-runtime", env!("CARGO_PKG_VERSION"));
+        // The version the servers users run speak, and the last in which a server may ask its
+        // client during a call (2026-07-28 forbids it, and rmcp's newest default is that).
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
         info
     }
 

@@ -69,6 +69,55 @@ fn http_serving_takes_a_token_counts_caps_and_drains() {
     peer_script("serving.py", &[], "all serving checks passed");
 }
 
+/// `@modelcontextprotocol/conformance` (pinned in mcp-peers/), with `args`; its output when it
+/// fails or does not say `passed`.
+fn conformance(args: &[&str], passed: &str) {
+    let suite =
+        root().join("mcp-peers/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(suite.exists(), "mcp-peers/ is not installed: `cargo xtask test` installs it");
+    #[expect(clippy::disallowed_methods, reason = "the pinned conformance suite")]
+    let output = Command::new("node").arg(suite).args(args).output().expect("node runs");
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success() && shown.contains(passed), "{args:?}\n{shown}");
+}
+
+/// The official MCP conformance suite: every server scenario that applies to a gateway (the
+/// others call tools, resources and prompts of the suite's own reference server by their bare
+/// names) against `code-runtime mcp --http`, and the client scenarios with `code-runtime mcp` as
+/// the client of the scenario's server (`tests/mcp/conformance_client.py` drives it). The
+/// `auth/*` client scenarios need OAuth, which the gateway does not do yet.
+#[test]
+fn the_mcp_conformance_suite_passes_as_server_and_as_client() {
+    let scratch = Scratch::new("mcp-conformance");
+    let listening = Listening::start(&scratch, "127.0.0.1:0");
+    let url = format!("http://{}/mcp", listening.1);
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "logging-set-level",
+        "tools-list",
+        "server-sse-multiple-streams",
+        "server-sse-polling",
+        "dns-rebinding-protection",
+    ] {
+        conformance(&["server", "--url", &url, "--scenario", scenario], ", 0 failed");
+    }
+    drop(listening);
+    let python = root().join("mcp-peers/.venv/bin/python");
+    let driver = root().join("code-runtime-cli/tests/mcp/conformance_client.py");
+    // The suite splits the command at spaces.
+    let command =
+        format!("{} {} {}", python.display(), driver.display(), env!("CARGO_BIN_EXE_code-runtime"));
+    for scenario in ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"]
+    {
+        conformance(&["client", "--command", &command, "--scenario", scenario], "OVERALL: PASSED");
+    }
+}
+
 #[test]
 fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let scratch = Scratch::new("mcp-config");
