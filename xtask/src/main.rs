@@ -11,7 +11,9 @@
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 //! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning
 //!   out 20 upstream calls against the same 20 calls made directly by an MCP client
-//!   (`code-runtime-cli/tests/mcp/bench.py`, with the peers of `mcp-peers/`).
+//!   (`code-runtime-cli/tests/mcp/bench.py`, with the peers of `mcp-peers/`), then 1 000
+//!   `run_code` at once over HTTP (`load.py`: success, timer lateness, memory, descriptors and
+//!   processes left).
 //! - `wheel [--release] [--no-test] [PYTEST ARGS]`: the Python package built into a wheel,
 //!   installed into a fresh virtual environment and tested there (see `wheel.rs`).
 //! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
@@ -113,11 +115,17 @@ fn bench_mcp(rest: &[String]) -> Result<(), String> {
     let root = toolchain::project_root();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), std::path::PathBuf::from);
-    let status = std::process::Command::new(root.join("mcp-peers/.venv/bin/python"))
-        .arg(root.join("code-runtime-cli/tests/mcp/bench.py"))
-        .arg(target.join("release/code-runtime"))
-        .args(rest)
-        .status()
-        .map_err(|error| format!("cannot run the benchmark: {error}"))?;
-    if status.success() { Ok(()) } else { Err(format!("the benchmark failed ({status})")) }
+    // The fan-out against direct calls, then the load test.
+    for script in ["bench.py", "load.py"] {
+        let status = std::process::Command::new(root.join("mcp-peers/.venv/bin/python"))
+            .arg(root.join("code-runtime-cli/tests/mcp").join(script))
+            .arg(target.join("release/code-runtime"))
+            .args(rest)
+            .status()
+            .map_err(|error| format!("cannot run {script}: {error}"))?;
+        if !status.success() {
+            return Err(format!("{script} failed ({status})"));
+        }
+    }
+    Ok(())
 }
