@@ -1,7 +1,8 @@
 //! What the upstream servers offer besides tools, passed through to the client: their
 //! resources, resource templates and prompts (DESIGN.md §16). A resource or prompt keeps what
 //! it is, and its name becomes `<namespace>/<name>`; a resource's URI stays its own, and a read
-//! goes to the server that listed it (or whose template matches it).
+//! goes to the one server that listed it or whose template makes it. A URI two servers claim
+//! is refused, naming both: one server must not be able to answer for another's resources.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,8 +19,8 @@ use crate::mcp::upstream::Upstream;
 /// The upstream servers, in the config's order, and where each resource URI was last listed.
 pub(crate) struct Passthrough {
     upstreams: Vec<Arc<Upstream>>,
-    /// URI to the index of the server that listed it.
-    listed: Mutex<HashMap<String, usize>>,
+    /// URI to the indexes of the servers that listed it.
+    listed: Mutex<HashMap<String, Vec<usize>>>,
 }
 
 impl Passthrough {
@@ -45,7 +46,10 @@ impl Passthrough {
             }
             for mut resource in upstream.resources().await.map_err(failed)? {
                 resource.name = format!("{}/{}", upstream.name(), resource.name);
-                listed.entry(resource.uri.clone()).or_insert(index);
+                let listers: &mut Vec<usize> = listed.entry(resource.uri.clone()).or_default();
+                if !listers.contains(&index) {
+                    listers.push(index);
+                }
                 all.push(resource);
             }
         }
@@ -65,28 +69,48 @@ impl Passthrough {
         Ok(ListResourceTemplatesResult::with_all_items(all))
     }
 
-    /// Reads `uri` from the server that listed it, else from the servers whose templates match
-    /// it, else from each server that offers resources, in order, until one has it.
+    /// Reads `uri` from the one server that listed it or whose template makes it; when none
+    /// does, from each server that offers resources, in order, until one has it. A URI several
+    /// servers claim is refused.
     pub(crate) async fn read(
         &self,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, ErrorData> {
         let uri = params.uri.clone();
-        let listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner).get(&uri).copied();
-        let mut order: Vec<usize> = listed.into_iter().collect();
+        let listed = |listed: &Mutex<HashMap<String, Vec<usize>>>| {
+            listed.lock().unwrap_or_else(PoisonError::into_inner).get(&uri).cloned()
+        };
+        // A URI not in the last listing: the listing again, so a server that lists it is known
+        // before any server is asked (one must not answer for another by coming first).
+        if listed(&self.listed).is_none() {
+            let _ = self.resources().await;
+        }
+        let mut claims = listed(&self.listed).unwrap_or_default();
         for (index, upstream) in self.upstreams.iter().enumerate() {
-            if upstream.offers().0 && !order.contains(&index) {
+            if upstream.offers().0 && !claims.contains(&index) {
                 let templates = upstream.templates().await.unwrap_or_default();
                 if templates.iter().any(|template| matches(&template.uri_template, &uri)) {
-                    order.push(index);
+                    claims.push(index);
                 }
             }
         }
-        for (index, upstream) in self.upstreams.iter().enumerate() {
-            if upstream.offers().0 && !order.contains(&index) {
-                order.push(index);
-            }
+        if claims.len() > 1 {
+            let names: Vec<String> =
+                claims.iter().map(|index| json::quote(self.upstreams[*index].name())).collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "resource {} is claimed by several upstream servers ({}): not read from any",
+                    json::quote(&uri),
+                    names.join(", ")
+                ),
+                None,
+            ));
         }
+        let order: Vec<usize> = if claims.is_empty() {
+            (0..self.upstreams.len()).filter(|index| self.upstreams[*index].offers().0).collect()
+        } else {
+            claims
+        };
         let mut refusals = Vec::new();
         for index in order {
             match self.upstreams[index].read(params.clone()).await {

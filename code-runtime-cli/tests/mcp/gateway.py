@@ -142,6 +142,9 @@ async def passed_through(client):
     check("Say hello to ana" in prompt.messages[0].content.text, "a prompt comes from its server", prompt)
     for attempt, phrase in (
         (client.read_resource("nowhere://x"), 'no resource "nowhere://x"'),
+        # flaky lists a URI guarded's template makes: neither answers for the other.
+        (client.read_resource("guarded://users/bob"),
+         'resource "guarded://users/bob" is claimed by several upstream servers ("flaky", "guarded_api")'),
         (client.get_prompt("nobody/greet", {}), 'no upstream server "nobody" offers prompts'),
         (client.get_prompt("greet", {}), "prompts are <server>/<name>"),
     ):
