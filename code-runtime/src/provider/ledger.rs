@@ -214,14 +214,11 @@ pub fn shrink_result(result: CodeRunResult, max_bytes: usize) -> CodeRunResult {
     let logs = crate::JsonValue::from(
         result.logs().iter().map(|line| crate::JsonValue::String(line.clone())).collect::<Vec<_>>(),
     );
-    // The failure's message stands where the value would.
-    let value = match (result.value(), result.error()) {
-        (Some(value), _) => Some(value.clone()),
-        (None, Some(error)) => Some(crate::JsonValue::String(error.message().to_owned())),
-        (None, None) => None,
-    };
+    // The failure's message stands where the value would. The value is read where it is, not
+    // copied: it may be as large as the memory budget.
+    let message = result.error().map(|error| crate::JsonValue::String(error.message().to_owned()));
     let mut parts = vec![&logs];
-    parts.extend(value.as_ref());
+    parts.extend(result.value().or(message.as_ref()));
     let size = |parts: &[&crate::JsonValue]| -> usize {
         parts.iter().map(|part| json::encoded_len(part, usize::MAX).unwrap_or(usize::MAX)).sum()
     };
