@@ -3,6 +3,7 @@
 
 mod admission;
 mod approval;
+mod authorization;
 mod config;
 mod metrics;
 mod passthrough;

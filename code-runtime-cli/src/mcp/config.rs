@@ -18,6 +18,7 @@ use axum::http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
 
 use crate::mcp::approval::{Fallback, Policy};
+use crate::mcp::authorization::OAuth;
 
 /// The config, as read and checked.
 #[derive(Debug)]
@@ -58,8 +59,9 @@ pub(crate) enum Reach {
     /// in `cwd` (else ours).
     Command { argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf> },
     /// A streamable HTTP endpoint, and the headers every request to it carries (a bearer token,
-    /// say). The values may be secrets: no message of ours shows them.
-    Url { url: String, headers: Vec<(HeaderName, HeaderValue)> },
+    /// say). The values may be secrets: no message of ours shows them. With `oauth`, its token
+    /// comes from the MCP authorization flow.
+    Url { url: String, headers: Vec<(HeaderName, HeaderValue)>, oauth: Option<OAuth> },
 }
 
 /// A call's default `timeoutMs`.
@@ -246,7 +248,7 @@ impl Server {
                 Reach::Command { argv, env: env(object, environment)?, cwd: None }
             }
             (None, Some(url)) => {
-                only(object, &["url", "headers", "timeoutMs", "approval"])?;
+                only(object, &["url", "headers", "oauth", "timeoutMs", "approval"])?;
                 url_reach(url, object, environment)?
             }
             _ => return Err("expected exactly one of command (an array) or url (a string)".into()),
@@ -274,11 +276,6 @@ impl Server {
             Some(JsonValue::String(kind)) => Some(kind.as_str()),
             Some(_) => return Err("type must be a string".into()),
         };
-        if object.contains_key("oauth") {
-            return Err("oauth is not supported yet: give the server's token in headers \
-                 (\"Authorization\": \"Bearer ${TOKEN}\")"
-                .into());
-        }
         let reach = match (kind, object.get("command"), object.get("url")) {
             (None | Some("stdio"), Some(command), None) => {
                 only(
@@ -288,7 +285,10 @@ impl Server {
                 command_reach(command, object, environment)?
             }
             (None | Some("http" | "streamable-http" | "streamableHttp"), None, Some(url)) => {
-                only(object, &["type", "url", "headers", "disabled", "timeoutMs", "approval"])?;
+                only(
+                    object,
+                    &["type", "url", "headers", "oauth", "disabled", "timeoutMs", "approval"],
+                )?;
                 url_reach(url, object, environment)?
             }
             (Some("sse"), ..) => {
@@ -405,8 +405,12 @@ fn url_reach(
         }
         _ => return Err(format!("url must be http:// or https://, got {}", json::encode(url))),
     };
+    let oauth = match object.get("oauth") {
+        None => None,
+        Some(oauth) => OAuth::from_json(oauth, environment)?,
+    };
     let entries = match object.get("headers") {
-        None => return Ok(Reach::Url { url, headers: Vec::new() }),
+        None => return Ok(Reach::Url { url, headers: Vec::new(), oauth }),
         Some(JsonValue::Object(entries)) => entries,
         Some(_) => return Err("headers must be an object of strings".into()),
     };
@@ -418,6 +422,9 @@ fn url_reach(
         if TRANSPORT_HEADERS.contains(&header.as_str()) {
             return Err(format!("headers: {quoted} is set by the transport itself"));
         }
+        if oauth.is_some() && header == axum::http::header::AUTHORIZATION {
+            return Err(format!("headers: {quoted} is set by oauth: give one or the other"));
+        }
         let value = value.as_str().ok_or_else(|| format!("headers: {quoted} must be a string"))?;
         let value =
             expand(value, environment).map_err(|why| format!("headers: {quoted}: {why}"))?;
@@ -427,7 +434,7 @@ fn url_reach(
         })?;
         headers.push((header, value));
     }
-    Ok(Reach::Url { url, headers })
+    Ok(Reach::Url { url, headers, oauth })
 }
 
 /// `text` with each `${NAME}` replaced by the variable's value, and each `${NAME:-default}` by

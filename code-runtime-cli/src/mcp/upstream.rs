@@ -23,6 +23,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::Mutex;
 
+use crate::mcp::authorization::{AUTHORIZE_WITHIN, Authorization};
 use crate::mcp::config::{Reach, Server};
 use crate::mcp::relay::{Downstream, Relay, RelayHandler};
 
@@ -44,6 +45,8 @@ pub(crate) struct Upstream {
     offers: (bool, bool),
     /// The clients its calls in flight serve, for what it asks them.
     relay: Arc<Relay>,
+    /// Its tokens, with `oauth` (kept across reconnections).
+    authorization: Option<Arc<Authorization>>,
 }
 
 /// What a command server writes on stderr: kept (its last line names why it failed to start),
@@ -71,12 +74,19 @@ impl Upstream {
         let failed = |why: String| format!("upstream server {}: {why}", json::quote(namespace));
         let stderr = Arc::new(Stderr::default());
         let relay = Arc::new(Relay::default());
-        let connecting = connect(namespace, &server, &stderr, &relay);
-        let client = tokio::time::timeout(CONNECT_WITHIN, connecting)
+        let authorization = match &server.reach {
+            Reach::Url { url, oauth: Some(oauth), .. } => {
+                Some(Authorization::new(namespace, url, oauth.clone()).await.map_err(failed)?)
+            }
+            _ => None,
+        };
+        let within = connect_within(&server);
+        let connecting = connect(namespace, &server, &stderr, &relay, authorization.as_ref());
+        let client = tokio::time::timeout(within, connecting)
             .await
-            .map_err(|_| failed(format!("no answer within {} s", CONNECT_WITHIN.as_secs())))?
+            .map_err(|_| failed(format!("no answer within {} s", within.as_secs())))?
             .map_err(|why| failed(stderr.explained(why)))?;
-        let tools = tokio::time::timeout(CONNECT_WITHIN, client.list_all_tools())
+        let tools = tokio::time::timeout(within, client.list_all_tools())
             .await
             .map_err(|_| failed("tools/list got no answer".to_owned()))?
             .map_err(|error| failed(format!("tools/list failed: {error}")))?;
@@ -95,6 +105,7 @@ impl Upstream {
             stderr,
             offers,
             relay,
+            authorization,
         };
         Ok((Arc::new(upstream), Offer { tools, description }))
     }
@@ -271,8 +282,14 @@ impl Upstream {
         if let Some(live) = client.as_ref().filter(|live| !live.peer().is_transport_closed()) {
             return Ok(live.peer().clone());
         }
-        let connecting = connect(&self.namespace, &self.server, &self.stderr, &self.relay);
-        let reconnected = tokio::time::timeout(CONNECT_WITHIN, connecting)
+        let connecting = connect(
+            &self.namespace,
+            &self.server,
+            &self.stderr,
+            &self.relay,
+            self.authorization.as_ref(),
+        );
+        let reconnected = tokio::time::timeout(connect_within(&self.server), connecting)
             .await
             .map_err(|_| "no answer".to_owned())
             .and_then(|connected| connected);
@@ -304,11 +321,20 @@ impl Upstream {
     }
 }
 
+/// How long connecting to `server` may take: with `oauth`, the user may have to authorize first.
+fn connect_within(server: &Server) -> Duration {
+    match &server.reach {
+        Reach::Url { oauth: Some(_), .. } => CONNECT_WITHIN + AUTHORIZE_WITHIN,
+        _ => CONNECT_WITHIN,
+    }
+}
+
 async fn connect(
     namespace: &str,
     server: &Server,
     stderr: &Arc<Stderr>,
     relay: &Arc<Relay>,
+    authorization: Option<&Arc<Authorization>>,
 ) -> Result<Client, String> {
     let handler = RelayHandler(relay.clone());
     match &server.reach {
@@ -328,14 +354,25 @@ async fn connect(
             }
             handler.serve(transport).await.map_err(|error| format!("initialize failed: {error}"))
         }
-        Reach::Url { url, headers } => {
+        Reach::Url { url, headers, .. } => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(headers.iter().cloned().collect());
-            let transport = StreamableHttpClientTransport::from_config(config);
-            handler
-                .serve(transport)
-                .await
-                .map_err(|error| format!("cannot connect to {url}: {}", root_cause(&error)))
+            let served = match authorization {
+                Some(authorization) => {
+                    let client = authorization.client();
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve(transport).await
+                }
+                None => handler.serve(StreamableHttpClientTransport::from_config(config)).await,
+            };
+            match served {
+                Ok(client) => Ok(client),
+                Err(error) => Err(format!(
+                    "cannot connect to {url}: {}{}",
+                    root_cause(&error),
+                    unreachable_because(url).await
+                )),
+            }
         }
     }
 }
@@ -360,6 +397,26 @@ impl Stderr {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let last = last.trim();
         if last.is_empty() { why } else { format!("{why} (its last words on stderr: {last})") }
+    }
+}
+
+/// Why `url` cannot be reached at all (no listener, a certificate nobody trusts, a name that
+/// does not resolve), as `" (because ...)"`; empty when it can be. rmcp reports the HTTP
+/// client's failure by its outermost message only ("error sending request"), which names
+/// none of these; a request of our own (bounded, only after a failed connect) reads the cause.
+async fn unreachable_because(url: &str) -> String {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build();
+    let Ok(client) = client else { return String::new() };
+    let Err(error) = client.head(url).send().await else { return String::new() };
+    let mut causes = Vec::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&error);
+    while let Some(next) = cause {
+        causes.push(next.to_string());
+        cause = next.source();
+    }
+    match causes.last() {
+        Some(last) => format!(" (because: {last})"),
+        None => String::new(),
     }
 }
 

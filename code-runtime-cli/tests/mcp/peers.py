@@ -39,10 +39,27 @@ def memory_command(scratch):
     return [node(), MEMORY], {"MEMORY_FILE_PATH": os.path.join(scratch, "memory.jsonl")}
 
 
+def check(condition, what, seen=None):
+    """Prints `ok: what`, or exits non-zero with `FAILED: what` (and what was `seen`)."""
+    if not condition:
+        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
+    print("ok:", what)
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def wait_for_port(port, seconds=20):
+    """Returns once something listens on 127.0.0.1:`port`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("nothing listens on port %d" % port)
 
 
 @contextlib.contextmanager
@@ -56,12 +73,7 @@ def everything_over_http():
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(200):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("server-everything did not listen over HTTP")
+        wait_for_port(port)
         yield "http://127.0.0.1:%d/mcp" % port
     finally:
         process.terminate()

@@ -14,14 +14,9 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
 import peers
+from peers import check
 
 BINARY = sys.argv[1]
-
-
-def check(condition, what, seen=None):
-    if not condition:
-        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
-    print("ok:", what)
 
 
 async def main():

@@ -19,15 +19,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import peers
+from peers import check
 
 BINARY = sys.argv[1]
 TOKEN = "team-token-0123456789"
-
-
-def check(condition, what, seen=None):
-    if not condition:
-        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
-    print("ok:", what)
 
 
 def get(url, token=None):

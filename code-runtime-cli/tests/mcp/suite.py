@@ -9,14 +9,9 @@ import sys
 import anyio
 
 import peers
+from peers import check
 
 BINARY, TRANSPORT = sys.argv[1], sys.argv[2]
-
-
-def check(condition, what, seen=None):
-    if not condition:
-        sys.exit("FAILED: %s%s" % (what, "" if seen is None else "\n  seen: %r" % (seen,)))
-    print("ok:", what)
 
 
 async def run(client, code, language="typescript", **extra):
