@@ -1,11 +1,12 @@
 """A load test of `code-runtime mcp` over streamable HTTP: `python load.py BINARY [--runs N]
-[--quick] [--json]` (run by `cargo xtask bench-mcp`). N `run_code` calls at once (default 1 000;
+[--again K] [--quick] [--json]` (run by `cargo xtask bench-mcp`). N `run_code` calls at once (default 1 000;
 200 with --quick) from 10 client sessions, half TypeScript and half Python, each waiting on a
 200 ms timer and making two upstream calls to server-everything. Reports how many succeeded,
 the timer's lateness inside the programs, the server's resident memory and open descriptors at
 start, at peak and after, and the processes of the server's tree before and after (spare cells
 and the upstream server are there before; nothing of a run may be left); then the same load
-twice, and the memory after each (what grows round after round would be a leak)."""
+K more times (default 2), and the memory after each (what grows round after round would be a
+leak)."""
 
 import json
 import os
@@ -24,6 +25,8 @@ BINARY = sys.argv[1]
 QUICK = "--quick" in sys.argv
 AS_JSON = "--json" in sys.argv
 RUNS = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else (200 if QUICK else 1000)
+# How many times the same load runs again after the first, memory read after each.
+AGAIN = int(sys.argv[sys.argv.index("--again") + 1]) if "--again" in sys.argv else 2
 SESSIONS = 10
 
 TYPESCRIPT = """
@@ -129,11 +132,11 @@ async def main():
         await anyio.sleep(3)  # the last cells reaped, the spares started again
         after = {"rss_mb": rss_kb(process.pid) / 1024, "fds": fds(process.pid)}
         left = len(tree(process.pid))
-        # The same load again, twice: memory that grows round after round is a leak; memory the
+        # The same load again: memory that grows round after round is a leak; memory the
         # allocator keeps from the first round for the next is not.
         first = len(outcomes)
         again = []
-        for _ in range(2):
+        for _ in range(AGAIN):
             async with anyio.create_task_group() as group:
                 for index in range(SESSIONS):
                     group.start_soon(session, index)
@@ -168,8 +171,8 @@ async def main():
         print("  server RSS (MB)      start %(start).1f  peak %(peak).1f  after %(after).1f" % figures["rss_mb"])
         print("  server fds           start %(start)d  peak %(peak)d  after %(after)d" % figures["fds"])
         print("  processes (tree)     before %(before)d  after %(after)d" % figures["processes"])
-        print("  the same load twice  %d of %d succeeded; RSS after each %s MB, then %d fds"
-              % (again_ok, 2 * RUNS, " and ".join("%.1f" % mb for mb in again), again_fds))
+        print("  the same load again  %d of %d succeeded; RSS after each %s MB, then %d fds"
+              % (again_ok, AGAIN * RUNS, " and ".join("%.1f" % mb for mb in again), again_fds))
         for failure in failures:
             print("  a failure:", str(failure)[:300])
     if figures["ok"] != RUNS or again_ok != 2 * RUNS or left > before:
