@@ -15,6 +15,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// The most of a request head read: a redirect's URL carries a code and a state.
 const MAX_HEAD: usize = 16 << 10;
 
+/// The most connections served at once (each for at most [`HEAD_WITHIN`]).
+const MAX_CONNECTIONS: usize = 32;
+
 /// How long one connection may take to send its request head.
 const HEAD_WITHIN: Duration = Duration::from_secs(10);
 
@@ -96,54 +99,67 @@ impl Listener {
                 url.query_pairs().find(|(key, _)| key == "state").map(|(_, v)| v.into_owned())
             })
             .ok_or("the authorization URL has no state")?;
+        // Connections are served side by side, so one that never sends its request cannot hold
+        // up the browser's.
+        let mut serving = tokio::task::JoinSet::new();
         loop {
-            let Ok((stream, _)) = self.listener.accept().await else { continue };
-            if let Some(answer) = self.serve(stream, &expected).await {
-                return answer;
+            tokio::select! {
+                accepted = self.listener.accept(), if serving.len() < MAX_CONNECTIONS => {
+                    match accepted {
+                        Ok((stream, _)) => {
+                            serving.spawn(serve(stream, self.path.clone(), expected.clone()));
+                        }
+                        // Out of descriptors, say: the connections being served free some.
+                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                }
+                Some(Ok(Some(answer))) = serving.join_next() => return answer,
             }
         }
     }
+}
 
-    /// Answers one connection; `Some` when it carried this authorization's answer.
-    async fn serve(&self, mut stream: TcpStream, expected: &str) -> Option<Result<Answer, String>> {
-        let head = tokio::time::timeout(HEAD_WITHIN, read_head(&mut stream)).await.ok()??;
-        let target = head.strip_prefix("GET ")?.split(' ').next()?;
-        let url = url::Url::parse(&format!("http://loopback{target}")).ok()?;
-        let query: Vec<(String, String)> =
-            url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        let get =
-            |name: &str| query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
-        if url.path() != self.path || get("state").as_deref() != Some(expected) {
-            respond(
-                &mut stream,
-                "404 Not Found",
-                "This is not the answer code-runtime is waiting for.",
-            )
-            .await;
-            return None;
-        }
-        if let Some(error) = get("error") {
-            respond(
-                &mut stream,
-                "200 OK",
-                "The authorization was refused; code-runtime has stopped waiting for it.",
-            )
-            .await;
-            let description =
-                get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
-            return Some(Err(format!(
-                "the authorization server answered {}{description}",
-                json::quote(&error)
-            )));
-        }
-        let Some(code) = get("code") else {
-            respond(&mut stream, "400 Bad Request", "The answer carries no code.").await;
-            return None;
-        };
-        respond(&mut stream, "200 OK", "code-runtime is authorized. You may close this page.")
-            .await;
-        Some(Ok(Answer { code, state: expected.to_owned(), issuer: get("iss") }))
+/// Answers one connection; `Some` when it carried the answer with state `expected` on `path`.
+async fn serve(
+    mut stream: TcpStream,
+    path: String,
+    expected: String,
+) -> Option<Result<Answer, String>> {
+    let head = tokio::time::timeout(HEAD_WITHIN, read_head(&mut stream)).await.ok()??;
+    let target = head.strip_prefix("GET ")?.split(' ').next()?;
+    let url = url::Url::parse(&format!("http://loopback{target}")).ok()?;
+    let query: Vec<(String, String)> =
+        url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    let get =
+        |name: &str| query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+    if url.path() != path || get("state").as_deref() != Some(expected.as_str()) {
+        respond(
+            &mut stream,
+            "404 Not Found",
+            "This is not the answer code-runtime is waiting for.",
+        )
+        .await;
+        return None;
     }
+    if let Some(error) = get("error") {
+        respond(
+            &mut stream,
+            "200 OK",
+            "The authorization was refused; code-runtime has stopped waiting for it.",
+        )
+        .await;
+        let description = get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
+        return Some(Err(format!(
+            "the authorization server answered {}{description}",
+            json::quote(&error)
+        )));
+    }
+    let Some(code) = get("code") else {
+        respond(&mut stream, "400 Bad Request", "The answer carries no code.").await;
+        return None;
+    };
+    respond(&mut stream, "200 OK", "code-runtime is authorized. You may close this page.").await;
+    Some(Ok(Answer { code, state: expected, issuer: get("iss") }))
 }
 
 /// The request head (up to the blank line), or `None` when it is larger than [`MAX_HEAD`] or
