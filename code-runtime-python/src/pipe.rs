@@ -2,7 +2,7 @@
 //! or 2 directly (`os.write(1, ...)`, a C extension's `printf`) is output too.
 
 use std::collections::VecDeque;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -72,6 +72,38 @@ impl PipeLines {
         });
         let _ = code_runtime::provider::reactor::enter(|| tokio::time::timeout(within, rest)).await;
         lines
+    }
+
+    /// Every line the pipe holds now, the last one even unfinished, without waiting for more:
+    /// for a run that has settled, whose processes may still be dying.
+    pub(crate) fn ready(&mut self) -> Vec<String> {
+        let mut buffer = [0u8; 8192];
+        while let Some(pipe) = &self.pipe {
+            // A read of our own, not `try_read`: that answers from the reactor's readiness,
+            // which has not yet seen what arrived since the last poll.
+            // SAFETY: reads into `buffer`, of its length, from a descriptor `pipe` owns (in
+            // non-blocking mode: the receiver set it).
+            let read =
+                unsafe { libc::read(pipe.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
+            if read > 0 {
+                self.split(&buffer[..read.unsigned_abs()]);
+                continue;
+            }
+            if read < 0 {
+                match std::io::Error::last_os_error().kind() {
+                    // Empty for now: what is there has been taken.
+                    std::io::ErrorKind::WouldBlock => break,
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => {}
+                }
+            }
+            // End of file, or a read error: nothing more comes.
+            self.pipe = None;
+        }
+        if !self.partial.is_empty() {
+            self.finish_line();
+        }
+        self.lines.drain(..).collect()
     }
 
     fn split(&mut self, bytes: &[u8]) {

@@ -33,6 +33,8 @@ pub(crate) struct PythonProtocol {
     program: Option<String>,
     stdout: PipeLines,
     stderr: PipeLines,
+    /// The child sent its `done` frame: the program settled.
+    settled: bool,
 }
 
 /// Starts a cell for a run under `limits` and sends its interpreter the bootstrap's bytecode
@@ -74,6 +76,7 @@ pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -
         program: Some(start.program),
         stdout: PipeLines::new(stdout, cap),
         stderr: PipeLines::new(stderr, cap),
+        settled: false,
     };
     let run = CellRun {
         limits: start.limits,
@@ -117,7 +120,10 @@ impl Protocol for PythonProtocol {
             ChildFrame::Call { id, global, name, args, replayed } => {
                 Incoming::Call { id, callee: Callee::Named { global, name }, args, replayed }
             }
-            ChildFrame::Done(done) => Incoming::Ended(ending(done)),
+            ChildFrame::Done(done) => {
+                self.settled = true;
+                Incoming::Ended(ending(done))
+            }
         }
     }
 
@@ -142,6 +148,15 @@ impl Protocol for PythonProtocol {
 
     fn drain_output(&mut self) -> BoxFuture<'_, Vec<String>> {
         Box::pin(async move {
+            if self.settled {
+                // What the program wrote to fd 1 and 2 before its `done` frame is in the pipes
+                // already (a write returns once its bytes are there); what its leftover
+                // processes write after it is no run's. So a settled run takes what is there
+                // instead of waiting for its cell's processes to die (end of file).
+                let mut logs = self.stdout.ready();
+                logs.extend(self.stderr.ready());
+                return logs;
+            }
             let mut logs = self.stdout.drain(DRAIN_WITHIN).await;
             logs.extend(self.stderr.drain(DRAIN_WITHIN).await);
             logs
