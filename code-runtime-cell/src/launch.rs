@@ -5,7 +5,9 @@ use std::io::Write as _;
 use std::os::fd::OwnedFd;
 
 use code_runtime::provider::{Ending, reactor};
-use code_runtime_sandbox::{CellIo, CellLimits, CellPlan, WatchedCell};
+use std::sync::Arc;
+
+use code_runtime_sandbox::{CellIo, CellLimits, CellPlan, WatchedCell, Zygote};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::codec::FramedRead;
 
@@ -24,11 +26,20 @@ pub enum Stream {
     },
 }
 
+/// Where a cell comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Origin<'a> {
+    /// Started from scratch, from its plan.
+    Plan(&'a CellPlan),
+    /// Forked from a zygote of its plan.
+    Zygote(&'a Arc<Zygote>),
+}
+
 /// How to start one kind of cell.
 #[derive(Debug)]
 pub struct Launch<'a> {
-    /// The plan of the cell.
-    pub plan: &'a CellPlan,
+    /// Where the cell comes from.
+    pub origin: Origin<'a>,
     /// Its limits.
     pub limits: CellLimits,
     /// Its standard output and error.
@@ -73,7 +84,11 @@ pub async fn launch(launch: Launch<'_>) -> Result<Launched, Ending> {
     let Channel { host_end, io, stdout, stderr } =
         channel(launch.stdout, launch.stderr).map_err(|e| failed("prepare", &e))?;
     // The cell holds the other ends now: an end of file on any of them means it is gone.
-    let running = launch.plan.start(io, launch.limits).await.map_err(|e| failed("start", &e))?;
+    let running = match launch.origin {
+        Origin::Plan(plan) => plan.start(io, launch.limits).await,
+        Origin::Zygote(zygote) => zygote.fork(io, launch.limits).await,
+    };
+    let running = running.map_err(|e| failed("start", &e))?;
     let mut process =
         reactor::enter(|| WatchedCell::new(running)).map_err(|e| failed("watch", &e))?;
     let connected = (&host_end)

@@ -293,8 +293,9 @@ fn isolation(isolation: Option<&str>, language: Language) -> Result<Isolation, F
     }
 }
 
-/// The provider for `language`; `warm` starts cells ahead of the next run (for a server: `run`
-/// makes one run, then exits, so a cell started ahead would only be thrown away). Invalid limits
+/// The provider for `language`; `warm` starts cells ahead of the next run, and Python's from a
+/// zygote (for a server: `run` makes one run, then exits, so a cell started ahead would only be
+/// thrown away, and a zygote costs an interpreter's start before its fork). Invalid limits
 /// are misuse; a Python that cannot run programs, or a sandbox this machine cannot give, is the
 /// host's failure.
 pub(crate) fn provider(
@@ -305,7 +306,8 @@ pub(crate) fn provider(
 ) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
         Language::Python => {
-            let config = PythonConfig { limits, warm_cell: warm, ..PythonConfig::default() };
+            let config =
+                PythonConfig { limits, warm_cell: warm, zygote: warm, ..PythonConfig::default() };
             match PythonCodeRuntime::new(config) {
                 Ok(runtime) => Arc::new(runtime),
                 Err(PythonError::Config(error)) => return Err(Failure::Misuse(error.to_string())),

@@ -1039,4 +1039,6 @@ def _main():
     _exit(0)
 
 
-_main()
+# A zygote loads the bootstrap once and runs `_main` in each fork instead (zygote.py).
+if not globals().get("_ZYGOTE"):
+    _main()

@@ -6,7 +6,9 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use code_runtime::Limits;
-use code_runtime_sandbox::{CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment};
+use code_runtime_sandbox::{
+    CellExit, CellIo, CellLimits, CellPlan, CellSpec, Containment, SandboxError, Zygote,
+};
 
 use crate::command;
 use crate::probe::Probe;
@@ -59,6 +61,13 @@ impl PythonCell {
     /// The plan every run's cell is started from.
     pub(crate) fn plan(&self) -> &CellPlan {
         &self.plan
+    }
+
+    /// Starts a zygote of this plan's cells: the interpreter running the fork server, handed
+    /// the bootstrap.
+    pub(crate) async fn zygote(&self, probe: &Probe) -> Result<Zygote, SandboxError> {
+        let args = command::cell_args(&probe.executable, command::ZYGOTE);
+        Zygote::start(&self.plan, &args, probe.bootstrap.prelude.clone()).await
     }
 
     /// Starts the interpreter in a cell as a run would be, under the configured memory budget,

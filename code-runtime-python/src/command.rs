@@ -16,6 +16,9 @@ const PROTOCOL_FD: i32 = 3;
 /// The child bootstrap, compiled by the probe and loaded by [`loader`].
 pub(crate) const BOOTSTRAP: &str = include_str!("../python/bootstrap.py");
 
+/// The zygote's program (run with `-c`): a fork server whose forks run the bootstrap.
+pub(crate) const ZYGOTE: &str = include_str!("../python/zygote.py");
+
 /// `-I`: no PYTHON* variables, no user site, no script directory on sys.path. `-S`: no `site`
 /// (it costs several times the bare start). `-B`: no bytecode files. `-X utf8`: UTF-8
 /// everywhere, whatever the (empty) locale says.

@@ -41,12 +41,21 @@ pub struct PythonConfig {
     /// and the interpreter included (default 64). Enforced where the sandbox has a user namespace
     /// or the host is root (see `Containment::process_limit`).
     pub max_processes: u32,
-    /// Keep one cell started ahead of the next run, its interpreter loaded and waiting (default
-    /// `true`). A run under the provider's limits then does not wait for the interpreter to start
-    /// (a few milliseconds instead of tens). The cell is fresh (no program ran in it) and serves
-    /// one run; the next is started as it is taken. It costs one idle interpreter (a few MB), and
+    /// Keep a cell started ahead of the next run, its interpreter loaded and waiting (default
+    /// `true`): one started from scratch, or two forked from the [`zygote`](Self::zygote). A run
+    /// under the provider's limits then does not wait for its cell (a few milliseconds instead of
+    /// tens). The cell is fresh (no program ran in it) and serves one run; the next is started as
+    /// it is taken. It costs an idle interpreter (a few MB from scratch, under one forked), and
     /// `dispose` ends it. A one-shot host that runs one program and exits gains nothing from it.
     pub warm_cell: bool,
+    /// Fork each run's cell from a zygote (default `true`): one interpreter per provider, started
+    /// once in a cell of its own with the bootstrap loaded, which forks a fresh process per run
+    /// that enters namespaces of its own and applies every layer before the program's first
+    /// byte (milliseconds instead of an interpreter's start). Where the zygote cannot be had (no
+    /// user namespaces, say), cells start from scratch;
+    /// [`containment`](crate::PythonCodeRuntime::containment)`.zygote` says which. A zygote
+    /// that dies is started again; one that cannot be is given up for the provider's life.
+    pub zygote: bool,
     /// Runs in flight at once (each is a child process); more wait in a queue, their wall clock
     /// running. Default 64.
     pub max_concurrent_runs: usize,
@@ -96,6 +105,7 @@ impl Default for PythonConfig {
             sandbox: SandboxOptions::default(),
             max_processes: DEFAULT_MAX_PROCESSES,
             warm_cell: true,
+            zygote: true,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
             probe_cache: ProbeCache::default(),
         }

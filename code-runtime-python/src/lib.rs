@@ -43,9 +43,13 @@
 //!   [`containment`](PythonCodeRuntime::containment) says which layers hold on this machine;
 //!   with `sandbox.require` (the default) construction fails when one asked for does not.
 //!   docs/security.md is the threat model.
-//! - A cell is started for each run, or ahead of it ([`PythonConfig::warm_cell`], the default: a
+//! - A cell is made for each run, or ahead of it ([`PythonConfig::warm_cell`], the default: a
 //!   run under the provider's limits then finds its interpreter loaded and waiting). No cell
-//!   serves two runs.
+//!   serves two runs. Cells are forked from a zygote ([`PythonConfig::zygote`], the default): an
+//!   interpreter started once per provider in a cell of its own, whose forks enter namespaces of
+//!   their own and apply every layer before the program's first byte (a few milliseconds and
+//!   under a megabyte each, instead of an interpreter's start); where the machine does not give
+//!   what it needs, cells start from scratch ([`Containment::zygote`] says which).
 //! - `compute_ms` is the CPU time of every process of the run, the interpreter's (read at
 //!   nanosecond precision) and its children's, polled as the budget nears its end; memory is
 //!   bounded per process (`RLIMIT_AS`) and for the whole cell (its resident memory and its
@@ -165,7 +169,14 @@ impl PythonCodeRuntime {
 
     /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
-        self.host.provider().warm.launcher().cell().containment()
+        self.host.provider().warm.launcher().containment()
+    }
+
+    /// The host pid of the init of the zygote's cell while runs fork from one (see
+    /// [`PythonConfig::zygote`]): for a host's diagnostics. Killing it ends the runs forked from
+    /// it; the next run starts a new one.
+    pub fn zygote_pid(&self) -> Option<libc::pid_t> {
+        self.host.provider().warm.launcher().zygote_pid()
     }
 
     /// Whether construction read the probe from the cache instead of starting the interpreter.

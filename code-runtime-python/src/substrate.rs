@@ -6,7 +6,8 @@ use std::time::Duration;
 use code_runtime::provider::{Answer, CallId, Ending, Start, StopReason};
 use code_runtime::{FailureKind, Limits};
 use code_runtime_cell::{
-    Callee, CellRun, CellSubstrate, Framing, Incoming, Launch, Launched, Protocol, Stream, Unread,
+    Callee, CellRun, CellSubstrate, Framing, Incoming, Launch, Launched, Origin, Protocol, Stream,
+    Unread,
 };
 use futures::future::BoxFuture;
 
@@ -38,17 +39,22 @@ pub(crate) struct PythonProtocol {
 }
 
 /// Starts a cell for a run under `limits` and sends its interpreter the bootstrap's bytecode
-/// (the prelude, a few tens of kilobytes into an empty socket buffer).
+/// (the prelude, a few tens of kilobytes into an empty socket buffer), or forks one from the
+/// zygote.
+/// A zygote's fork needs no prelude: the zygote loaded the bootstrap.
 pub(crate) async fn launch(
     config: &PythonConfig,
     probe: &Probe,
-    cell: &PythonCell,
+    (cell, origin): (&PythonCell, Origin<'_>),
     limits: &Limits,
 ) -> Result<Launched, Ending> {
-    let prelude = &probe.bootstrap.prelude;
+    let prelude: &[u8] = match origin {
+        Origin::Plan(_) => &probe.bootstrap.prelude,
+        Origin::Zygote(_) => &[],
+    };
     tracing::trace!(target: WIRE, direction = "host", prelude_bytes = prelude.len());
     code_runtime_cell::launch(Launch {
-        plan: cell.plan(),
+        origin,
         limits: cell.limits(limits),
         stdout: Stream::Pipe { nonblocking: false },
         stderr: Stream::Pipe { nonblocking: false },

@@ -107,6 +107,9 @@ pub struct Cell {
     killed_by_host: bool,
     /// Counts the cell in [`cells_alive`] until its init is reaped.
     alive: Option<Alive>,
+    /// A zygote's fork (see `zygote.rs`): its init is no child of the host's, so it is reaped by
+    /// the zygote's cell and reports the program's status on this socket before it exits.
+    report: Option<OwnedFd>,
 }
 
 /// How many cells of this process have an init not yet reaped: started, running, or ended and
@@ -147,7 +150,7 @@ impl Cell {
 
     /// The layers that hold for this cell.
     pub fn containment(&self) -> Containment {
-        self.plan.containment
+        Containment { zygote: self.report.is_some(), ..self.plan.containment }
     }
 
     /// Ends the cell: kills the program and the init, and with it (in a PID namespace) every
@@ -176,7 +179,23 @@ impl Cell {
 
     /// Whether the init has ended (reaped or not), without reaping it.
     fn has_ended(&self) -> bool {
+        if self.report.is_some() {
+            return readable(&self.pidfd, 0);
+        }
         wait(&self.pidfd, libc::WNOHANG | libc::WNOWAIT).is_ok_and(|exit| exit.is_some())
+    }
+
+    /// How the init ended, waiting for it with `block`; reaps a child of the host.
+    fn ended(&self, block: bool) -> io::Result<Option<CellExit>> {
+        let Some(report) = &self.report else {
+            return wait(&self.pidfd, if block { 0 } else { libc::WNOHANG });
+        };
+        if !readable(&self.pidfd, if block { -1 } else { 0 }) {
+            return Ok(None);
+        }
+        // The init wrote the status before it exited; a killed one wrote none.
+        let status = crate::message::reported_exit(report);
+        Ok(Some(status.map_or(CellExit::Killed(libc::SIGKILL), CellExit::Exited)))
     }
 
     /// Reaps the cell if it has ended.
@@ -188,7 +207,7 @@ impl Cell {
         if let Some(exit) = self.exit {
             return Ok(Some(exit));
         }
-        let exit = wait(&self.pidfd, libc::WNOHANG)?.map(|exit| self.reaped(exit));
+        let exit = self.ended(false)?.map(|exit| self.reaped(exit));
         Ok(exit)
     }
 
@@ -203,7 +222,7 @@ impl Cell {
         if let Some(exit) = self.exit {
             return Ok(exit);
         }
-        let exit = wait(&self.pidfd, 0)?.ok_or_else(|| io::Error::other("waitid found no exit"))?;
+        let exit = self.ended(true)?.ok_or_else(|| io::Error::other("waitid found no exit"))?;
         Ok(self.reaped(exit))
     }
 
@@ -332,6 +351,10 @@ impl Drop for Cell {
             return;
         }
         self.kill();
+        if self.report.is_some() {
+            // The zygote's cell reaps it.
+            return;
+        }
         let pidfd = match self.pidfd.try_clone() {
             Ok(pidfd) => pidfd,
             Err(_) => return,
@@ -346,6 +369,45 @@ impl Drop for Cell {
                 let _ = std::fs::remove_dir_all(dir);
             }
         });
+    }
+}
+
+/// Whether `fd` is readable within `timeout_ms` (-1: whenever it is); a pidfd is once its
+/// process has ended.
+pub(crate) fn readable(fd: &OwnedFd, timeout_ms: libc::c_int) -> bool {
+    let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: poll on one pollfd we own.
+        let ready = unsafe { libc::poll(&mut poll, 1, timeout_ms) };
+        if ready >= 0 {
+            return ready > 0;
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+impl Cell {
+    /// A zygote's fork as a cell: its init's pidfd and host pid, its worker's pidfd, and the
+    /// socket its init reports the program's status on.
+    pub(crate) fn forked(
+        plan: Arc<Plan>,
+        (pidfd, pid): (OwnedFd, libc::pid_t),
+        worker: OwnedFd,
+        report: OwnedFd,
+    ) -> Self {
+        Self {
+            pidfd,
+            pid,
+            worker: Some(worker),
+            plan,
+            host_work_dir: None,
+            exit: None,
+            killed_by_host: false,
+            alive: Some(Alive::count()),
+            report: Some(report),
+        }
     }
 }
 
@@ -522,7 +584,7 @@ pub(crate) fn start(
         detached.iter().map(|tree| tree.as_ref().map_or(-1, AsRawFd::as_raw_fd)).collect();
     let spawn = Spawn {
         fds: io.fds(&report_write, &sync_read),
-        rlimits: crate::plan::rlimits(limits, plan.containment.process_limit),
+        rlimits: plan.rlimits(limits),
         tmp_options: crate::mounts::tmp_options(limits.memory_bytes)?,
         held_trees: held(&trees),
         trees,
@@ -562,6 +624,7 @@ pub(crate) fn start(
         exit: None,
         killed_by_host: false,
         alive: Some(Alive::count()),
+        report: None,
     };
     if user_namespace && root {
         if let Err(error) = write_maps(cell.pid, outer) {
@@ -642,7 +705,10 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
 
 /// The work directory: in the cell's `/tmp` with namespaces (the worker makes it), or a fresh
 /// private directory of the host's without. Its name is unpredictable either way.
-fn work_dir(plan: &Plan, owner: Option<u32>) -> Result<(CString, Option<PathBuf>), SandboxError> {
+pub(crate) fn work_dir(
+    plan: &Plan,
+    owner: Option<u32>,
+) -> Result<(CString, Option<PathBuf>), SandboxError> {
     let mut random = [0u8; 8];
     // SAFETY: getrandom fills the buffer we own.
     let filled = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };

@@ -67,7 +67,7 @@ impl CellPlan {
             _ => None,
         };
         let seccomp =
-            if options.seccomp && machine.seccomp { seccomp::programs()? } else { Vec::new() };
+            if options.seccomp && machine.seccomp { seccomp::programs(false)? } else { Vec::new() };
         let containment = Containment {
             user_namespace: namespaces.as_ref().is_some_and(|n| n.user),
             pid_namespace: namespaces.is_some(),
@@ -80,6 +80,7 @@ impl CellPlan {
             seccomp: !seccomp.is_empty() && !machine.x32,
             no_privileges: true,
             process_limit: namespaces.as_ref().is_some_and(|n| n.user) || machine.root,
+            zygote: false,
         };
         if options.require {
             require(&containment, options, machine)?;
@@ -92,6 +93,7 @@ impl CellPlan {
             executable: cstring(&spec.executable)?,
             argv: spec.args.iter().map(cstring).collect::<Result<_, _>>()?,
             containment,
+            zygote: false,
         };
         Ok(Self { plan: Arc::new(plan) })
     }

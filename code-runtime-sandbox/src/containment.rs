@@ -42,6 +42,11 @@ pub struct Containment {
     /// holds only with [`user_namespace`](Self::user_namespace), or as root, where each cell runs
     /// under a uid of its own).
     pub process_limit: bool,
+    /// The cell is a fork of a zygote (a fork server started once, in a cell of its own, with
+    /// the interpreter loaded): its user, mount, pid, ipc, uts and network namespaces are its
+    /// own, nested in the zygote's, and every other layer above applies as to a cell started
+    /// from scratch. Not a layer: how the cell starts. See `Zygote`.
+    pub zygote: bool,
 }
 
 impl Containment {

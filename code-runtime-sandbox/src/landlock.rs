@@ -83,6 +83,11 @@ impl Ruleset {
         }
     }
 
+    /// The access rights it handles: on files, on the network, and its scopes.
+    pub(crate) fn handled(&self) -> (u64, u64, u64) {
+        (self.handled_fs, self.handled_net, self.scoped)
+    }
+
     /// `path` and everything beneath it may be read and executed. `is_dir` says whether it is a
     /// directory (a file's rule may only hold file rights).
     pub(crate) fn allow_read(&mut self, path: CString, is_dir: bool) {

@@ -14,6 +14,11 @@
 //!                                               no_new_privs, rlimits, Landlock, seccomp, exec
 //! ```
 //!
+//! A [`Zygote`] is the other way to make cells of a plan: a fork server (a language's program,
+//! which has done its expensive start once) in a cell of its own, whose forks enter namespaces of
+//! their own and apply the plan's layers themselves, from a recipe the host computes; each fork
+//! is a [`Cell`] like any other ([`Containment::zygote`] says it was forked).
+//!
 //! ## Layers
 //!
 //! Each layer is either in force for every cell of a plan or for none, and [`Containment`] says
@@ -62,12 +67,14 @@ mod child;
 mod containment;
 mod error;
 mod landlock;
+mod message;
 mod mounts;
 mod plan;
 mod probe;
 mod seccomp;
 mod spawner;
 mod watch;
+mod zygote;
 
 pub use crate::cell::{Cell, CellExit, CellIo, Usage, cells_alive, pipe};
 pub use crate::cell_plan::{CellPlan, CellSpec};
@@ -76,3 +83,4 @@ pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, DEFAULT_PROCESSES};
 pub use crate::spawner::shutdown;
 pub use crate::watch::WatchedCell;
+pub use crate::zygote::Zygote;

@@ -14,7 +14,7 @@ use crate::SandboxError;
 
 /// One thing the child does to build the cell's file system. Paths are absolute; those of the new
 /// root are prefixed with the staging directory until `PivotRoot`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Step {
     /// Makes every mount private, so nothing done here propagates to the host.
     Private,

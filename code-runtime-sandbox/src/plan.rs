@@ -58,6 +58,9 @@ pub(crate) struct Plan {
     pub(crate) executable: CString,
     pub(crate) argv: Vec<CString>,
     pub(crate) containment: Containment,
+    /// The plan of a zygote (see `zygote.rs`): its worker keeps the host's resource limits but
+    /// core dumps and locked memory, which its children lower to theirs.
+    pub(crate) zygote: bool,
 }
 
 impl std::fmt::Debug for Plan {
@@ -169,6 +172,25 @@ pub(crate) struct Fds {
     pub(crate) channel: libc::c_int,
     pub(crate) report: libc::c_int,
     pub(crate) sync: libc::c_int,
+}
+
+impl Plan {
+    /// The worker's resource limits under `limits`. A zygote's has none it could not lower for
+    /// a child (a hard limit is raised only with a capability of the host's user namespace,
+    /// which no child has) but core dumps and locked memory.
+    pub(crate) fn rlimits(
+        &self,
+        limits: &CellLimits,
+    ) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
+        if self.zygote {
+            return vec![
+                (libc::RLIMIT_CORE, 0, 0),
+                (libc::RLIMIT_MEMLOCK, 0, 0),
+                (libc::RLIMIT_MSGQUEUE, 0, 0),
+            ];
+        }
+        rlimits(limits, self.containment.process_limit)
+    }
 }
 
 /// Every limit but the process count applies to each process; the process count only means

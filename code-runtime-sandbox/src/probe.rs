@@ -154,7 +154,7 @@ fn trial(machine: &Machine) -> Option<(u32, String)> {
         ruleset
     });
     let seccomp =
-        if machine.seccomp { seccomp::programs().unwrap_or_default() } else { Vec::new() };
+        if machine.seccomp { seccomp::programs(false).unwrap_or_default() } else { Vec::new() };
     let plan = Arc::new(Plan {
         namespaces,
         steps,
@@ -163,6 +163,7 @@ fn trial(machine: &Machine) -> Option<(u32, String)> {
         executable: CString::default(),
         argv: vec![c"probe".to_owned()],
         containment: Containment::default(),
+        zygote: false,
     });
     let io = match null_io() {
         Ok(io) => io,

@@ -87,10 +87,16 @@ const CLONE_NAMESPACES: &[libc::c_int] = &[
     0x80, // CLONE_NEWTIME
 ];
 
+/// What a zygote may do that its children's programs may not: enter new namespaces (`unshare`,
+/// which each fork does first) and mount their `/tmp`, `/dev/shm` and `/proc`. The children
+/// install the full filter on top of the zygote's (filters stack; the strictest answer wins).
+const ZYGOTE_ALLOWED: &[libc::c_long] = &[libc::SYS_unshare, libc::SYS_mount];
+
 /// The filters to install, in order: the calls refused with `EPERM`, then `clone3` refused with
 /// `ENOSYS` (its flags live in memory a filter cannot read; `ENOSYS` makes the C library fall back
-/// to `clone`, whose flags the first filter checks).
-pub(crate) fn programs() -> Result<Vec<BpfProgram>, SandboxError> {
+/// to `clone`, whose flags the first filter checks). A zygote's (`zygote`) allows
+/// [`ZYGOTE_ALLOWED`].
+pub(crate) fn programs(zygote: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|error| SandboxError::Seccomp(format!("{error:?}")))?;
     let condition = |arg, op, value| {
@@ -100,8 +106,11 @@ pub(crate) fn programs() -> Result<Vec<BpfProgram>, SandboxError> {
     let rule = |conditions| {
         SeccompRule::new(conditions).map_err(|error| SandboxError::Seccomp(format!("{error:?}")))
     };
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
-        DENIED.iter().map(|call| (*call, Vec::new())).collect();
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED
+        .iter()
+        .filter(|call| !(zygote && ZYGOTE_ALLOWED.contains(call)))
+        .map(|call| (*call, Vec::new()))
+        .collect();
     // Sockets and socket pairs only of the Unix family.
     let unix = libc::AF_UNIX as u64;
     for call in [libc::SYS_socket, libc::SYS_socketpair] {
@@ -131,6 +140,19 @@ pub(crate) fn programs() -> Result<Vec<BpfProgram>, SandboxError> {
         programs.push(program);
     }
     Ok(programs)
+}
+
+/// `program` as the bytes of its `struct sock_filter` array, in the machine's byte order: what a
+/// zygote's child installs (see `zygote.rs`).
+pub(crate) fn bytes(program: &BpfProgram) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for instruction in program {
+        bytes.extend_from_slice(&instruction.code.to_ne_bytes());
+        bytes.push(instruction.jt);
+        bytes.push(instruction.jf);
+        bytes.extend_from_slice(&instruction.k.to_ne_bytes());
+    }
+    bytes
 }
 
 /// Installs one filter on the calling thread. Runs in the forked child: a system call on a

@@ -15,16 +15,13 @@
 use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use crate::{Cell, SandboxError};
+use crate::SandboxError;
 
-/// Work for the spawner thread: start a cell and hand it over.
-struct Job(Box<dyn FnOnce() -> Result<Cell, SandboxError> + Send>, Reply);
+/// Work for the spawner thread: start a cell (or fork one from a zygote) and hand it over.
+struct Job(Box<dyn FnOnce() + Send>);
 
 /// Blocking work nobody waits for (reaping an abandoned cell).
 type Detached = Box<dyn FnOnce() + Send>;
-
-/// Where a started cell goes.
-type Reply = tokio::sync::oneshot::Sender<Result<Cell, SandboxError>>;
 
 /// A long-lived thread's queue (`None` once it was shut down) and the thread, to join.
 struct Worker<T> {
@@ -51,23 +48,24 @@ impl<T> Worker<T> {
 
 static SPAWNER: OnceLock<Result<Worker<SyncSender<Job>>, String>> = OnceLock::new();
 
-/// Runs `start` on the spawner thread and hands back the cell.
+/// Runs `start` on the spawner thread and hands back what it made (a cell, a zygote).
 ///
 /// # Cancel safety
 ///
 /// Dropping the future before the cell arrives drops the cell on the spawner thread, which kills
-/// it (see [`Cell`]'s `Drop`): nothing is left behind.
-pub(crate) async fn run(
-    start: impl FnOnce() -> Result<Cell, SandboxError> + Send + 'static,
-) -> Result<Cell, SandboxError> {
+/// it (see [`Cell`](crate::Cell)'s `Drop`): nothing is left behind.
+pub(crate) async fn run<T: Send + 'static>(
+    start: impl FnOnce() -> Result<T, SandboxError> + Send + 'static,
+) -> Result<T, SandboxError> {
     let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = move || drop(reply.send(start()));
     let queue = SPAWNER.get_or_init(start_spawner).as_ref().map_err(|why| SandboxError::Start {
         step: "starting the spawner thread",
         source: std::io::Error::other(why.clone()),
     })?;
     // Sent outside the lock: the queue is bounded, and a full one blocks its sender.
     let queue = queue.queue.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    queue.ok_or_else(gone)?.send(Job(Box::new(start), reply)).map_err(|_| gone())?;
+    queue.ok_or_else(gone)?.send(Job(Box::new(job))).map_err(|_| gone())?;
     answer.await.map_err(|_| gone())?
 }
 
@@ -114,8 +112,8 @@ fn start_spawner() -> Result<Worker<SyncSender<Job>>, String> {
         .spawn(move || {
             // A cell whose run was dropped meanwhile is dropped here: killed, and handed to the
             // reaper.
-            for Job(start, reply) in incoming {
-                drop(reply.send(start()));
+            for Job(job) in incoming {
+                job();
             }
         })
         .map_err(|error| format!("cannot start the spawner thread: {error}"))?;

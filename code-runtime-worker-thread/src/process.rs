@@ -158,7 +158,7 @@ impl Launcher {
     /// waits for a run's setup.
     async fn launch(&self, limits: &Limits, shape: Shape) -> Result<Launched, Ending> {
         code_runtime_cell::launch(Launch {
-            plan: &self.plan,
+            origin: code_runtime_cell::Origin::Plan(&self.plan),
             limits: cell_limits(limits),
             stdout: Stream::Null,
             // Only V8 writes there (see `V8Protocol::last_words`); non-blocking, so a cell that

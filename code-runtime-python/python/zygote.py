@@ -1,0 +1,345 @@
+# The zygote: a fork server in a sandbox cell of its own, whose forks become the cells of runs.
+#
+# It speaks code-runtime-sandbox's zygote protocol (code-runtime-sandbox/src/zygote.rs) on fd 3, a
+# SOCK_SEQPACKET socket: first the bootstrap's prelude (which it loads, without running a program)
+# and the recipe (the layers every child applies, as the host computed them), answered with
+# `ready`; then one message per run: the run's settings as JSON, with its stdin, stdout, stderr,
+# channel and report socket. No frame of any program ever reaches this process, and nothing a run
+# does comes back: each run is a fork of it that enters namespaces of its own.
+#
+#   zygote ──fork──▶ A: new user, mount, pid, ipc, uts (and net) namespaces; its /tmp and /dev/shm
+#                    └──fork──▶ B: PID 1 of the run (its /proc), reaps, reports the exit
+#                               └──fork──▶ C: the program's process: no capabilities, rlimits,
+#                                          Landlock, seccomp, then the bootstrap's main
+#
+# A exits at once (the zygote reaps it); B is then reaped by the zygote cell's init. B sends the
+# host `ready` with pidfds of itself and of C once C has applied every layer, or C and A send
+# `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of the kernel's ABI
+# (system calls, flags) come from the host, which has them from its C library.
+import _signal
+import _socket
+import marshal
+import posix
+import sys
+
+
+def _address_space():
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+_control = _socket.socket(fileno=3)
+_prelude = _control.recv(1 << 23)
+_end = 10 + int(_prelude[:10])
+_scope = {"__name__": "__main__", "_FD": 3, "_PRELUDE": b"", "_ZYGOTE": True}
+exec(marshal.loads(_prelude[10:_end]), _scope)
+del _prelude, _end
+_recipe = _scope["_loads"](_control.recv(1 << 20))
+_SYS = _recipe["syscalls"]
+_FLAGS = _recipe["flags"]
+_SECCOMP = [bytes.fromhex(program) for program in _recipe["seccomp"]]
+# What the fork server adds to the interpreter with the bootstrap loaded (ctypes and its
+# library): a run's address-space limit grants it on top, so a program has the room it would
+# have in a cell started from scratch.
+_bare = _address_space()
+import ctypes  # noqa: E402
+import os  # noqa: E402
+
+_OVERHEAD = max(0, _address_space() - _bare)
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+# Declared, so that each call converts its arguments in C: the capability drop alone makes 66.
+_libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+_CELL = ctypes.create_string_buffer(b"cell")
+
+
+class _Failed(Exception):
+    pass
+
+
+def _check(step, result):
+    if result < 0:
+        raise _Failed("%s: %d" % (step, ctypes.get_errno()))
+    return result
+
+
+def _call(step, number, *args):
+    return _check(step, _libc.syscall(ctypes.c_long(number), *args))
+
+
+def _write_file(step, path, text):
+    try:
+        fd = posix.open(path, posix.O_WRONLY | posix.O_CLOEXEC)
+        try:
+            posix.write(fd, text.encode())
+        finally:
+            posix.close(fd)
+    except OSError as error:
+        raise _Failed("%s: %d" % (step, error.errno))
+
+
+def _mount(step, source, target, kind, flags, options):
+    data = options.encode() if options is not None else None
+    _check(step, _libc.mount(source, target, kind, ctypes.c_ulong(flags), data))
+
+
+def _prctl(step, *args):
+    _check(step, _libc.prctl(*args))
+
+
+def _fail(report, error):
+    text = str(error) if isinstance(error, _Failed) else "%s: %s" % (type(error).__name__, error)
+    try:
+        posix.write(report, b"failed " + text.encode())
+    except OSError:
+        pass
+
+
+def _enter(run):
+    # A: the namespaces of the run, its uid mapped to the zygote's, its /tmp and /dev/shm.
+    uid = _recipe["uid"]
+    _check("entering the run's namespaces", _libc.unshare(_FLAGS["unshare"]))
+    _write_file("denying setgroups", b"/proc/self/setgroups", "deny")
+    _write_file("writing the uid map", b"/proc/self/uid_map", "%d %d 1" % (uid, uid))
+    _write_file("writing the gid map", b"/proc/self/gid_map", "%d %d 1" % (uid, uid))
+    nosuid_nodev = _FLAGS["nosuid"] | _FLAGS["nodev"]
+    _mount("mounting /tmp", b"tmpfs", b"/tmp", b"tmpfs", nosuid_nodev, run["tmp"])
+    posix.mkdir("/tmp/.shm", 0o1777)
+    posix.chmod("/tmp/.shm", 0o1777)
+    _mount("binding /dev/shm", b"/tmp/.shm", b"/dev/shm", None, _FLAGS["bind"], None)
+    posix.mkdir(run["work"], 0o700)
+
+
+def _init(report, fds, run):
+    # B: PID 1 of the run. Its memory is the run's control: no process of the run may read it.
+    _prctl("making the init undumpable", _FLAGS["set_dumpable"], 0, 0, 0, 0)
+    # The interpreter's handler of SIGINT would make it one a program could send (where
+    # Landlock's signal scope does not stop it first): as PID 1 with the default, it ignores it.
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    _libc.prctl(_FLAGS["set_name"], ctypes.addressof(_CELL), 0, 0, 0)
+    if _recipe["proc"] is not None:
+        flags = _FLAGS["nosuid"] | _FLAGS["nodev"] | _FLAGS["noexec"]
+        _mount("mounting /proc", b"proc", b"/proc", b"proc", flags, _recipe["proc"])
+    ok_read, ok_write = posix.pipe()
+    worker = posix.fork()
+    if worker == 0:
+        posix.close(ok_read)
+        try:
+            _become_program(report, ok_write, fds, run)
+        except BaseException as error:
+            _fail(report, error)
+        posix._exit(127)
+    posix.close(ok_write)
+    for fd in fds[:4]:
+        posix.close(fd)
+    ok = posix.read(ok_read, 2)
+    posix.close(ok_read)
+    if ok != b"ok":
+        posix._exit(125)
+    pidfds = [posix.pidfd_open(posix.getpid()), posix.pidfd_open(worker)]
+    reporting = _socket.socket(fileno=report)
+    try:
+        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in pidfds)
+        reporting.sendmsg([b"ready"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
+    finally:
+        reporting.detach()
+    for fd in pidfds:
+        posix.close(fd)
+    _supervise(report, worker)
+
+
+def _supervise(report, worker):
+    status = 0
+    while True:
+        try:
+            pid, status = posix.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == worker:
+            break
+    code = posix.waitstatus_to_exitcode(status)
+    code = 128 - code if code < 0 else code
+    try:
+        posix.write(report, b"exit %d" % code)
+    except OSError:
+        pass
+    posix._exit(code)
+
+
+def _drop_capabilities():
+    # A new user namespace gives its creator every capability and a full bounding set: all go.
+    prctl, drop = _libc.prctl, _FLAGS["capbset_drop"]
+    for capability in range(64):
+        prctl(drop, capability, 0, 0, 0)
+    prctl(_FLAGS["cap_ambient"], _FLAGS["cap_ambient_clear_all"], 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()
+    _call("dropping capabilities", _SYS["capset"], header, data)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("access", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+
+def _landlock(landlock):
+    attr = _RulesetAttr(landlock["fs"], landlock["net"], landlock["scoped"])
+    ruleset = _call(
+        "enforcing landlock", _SYS["landlock_create_ruleset"], ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0),
+    )
+    try:
+        for path, access in landlock["rules"]:
+            try:
+                fd = posix.open(path, _FLAGS["o_path"] | posix.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # A path that does not exist in this cell grants nothing.
+            try:
+                rule = _PathBeneath(access, fd)
+                _call(
+                    "enforcing landlock", _SYS["landlock_add_rule"], ctypes.c_long(ruleset),
+                    ctypes.c_long(1), ctypes.byref(rule), ctypes.c_uint32(0),
+                )
+            finally:
+                posix.close(fd)
+        _call(
+            "enforcing landlock", _SYS["landlock_restrict_self"], ctypes.c_long(ruleset),
+            ctypes.c_uint32(0),
+        )
+    finally:
+        posix.close(ruleset)
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _filter(program):
+    # Built once, in the zygote: every fork installs the same programs.
+    buffer = ctypes.create_string_buffer(program, len(program))
+    return buffer, _Fprog(len(program) // 8, ctypes.addressof(buffer))
+
+
+_FILTERS = [_filter(program) for program in _SECCOMP]
+
+
+def _seccomp(fprog):
+    _call(
+        "installing the seccomp filter", _SYS["seccomp"],
+        ctypes.c_long(_FLAGS["seccomp_set_mode_filter"]), ctypes.c_long(0), ctypes.byref(fprog),
+    )
+
+
+class _Rlimit(ctypes.Structure):
+    _fields_ = [("soft", ctypes.c_uint64), ("hard", ctypes.c_uint64)]
+
+
+def _become_program(report, ok, fds, run):
+    # C: the program's process. Dumpable again (the init's flag came with the fork; an exec
+    # would have reset it), so its own `/proc` files are its own and the host reads its usage.
+    _prctl("making the program dumpable", _FLAGS["set_dumpable"], 1, 0, 0, 0)
+    posix.setsid()
+    _prctl("setting the parent-death signal", _FLAGS["set_pdeathsig"], _FLAGS["sigkill"], 0, 0, 0)
+    _drop_capabilities()
+    _prctl("setting no_new_privs", _FLAGS["set_no_new_privs"], 1, 0, 0, 0)
+    for resource, soft, hard in run["rlimits"]:
+        if resource == _FLAGS["rlimit_as"]:
+            soft, hard = soft + _OVERHEAD, hard + _OVERHEAD
+        limit = _Rlimit(soft, hard)
+        _check("setting resource limits", _libc.setrlimit(ctypes.c_int(resource), ctypes.byref(limit)))
+    posix.chdir(run["work"])
+    for target, fd in enumerate(fds[:4]):
+        posix.dup2(fd, target)
+    if _recipe["landlock"] is not None:
+        _landlock(_recipe["landlock"])
+    for _buffer, fprog in _FILTERS:
+        _seccomp(fprog)
+    # The zygote's environment (its own work directory as HOME) is replaced by the run's.
+    os.environ.clear()
+    os.environ["HOME"] = run["work"]
+    posix.environ.clear()
+    posix.environ[b"HOME"] = run["work"].encode()
+    posix.write(ok, b"ok")
+    # The report socket, the control socket and the rest: nothing but 0 to 3 stays.
+    posix.closerange(4, 1 << 20)
+    _control.detach()
+    _scope["_main"]()
+
+
+def _serve(request, fds):
+    run = _scope["_loads"](request)
+    first = posix.fork()
+    if first == 0:
+        report = fds[4]
+        try:
+            posix.close(3)
+            _enter(run)
+            init = posix.fork()
+            if init == 0:
+                try:
+                    _init(report, fds, run)
+                except BaseException as error:
+                    _fail(report, error)
+                posix._exit(125)
+        except BaseException as error:
+            _fail(report, error)
+            posix._exit(125)
+        posix._exit(0)
+    while True:
+        try:
+            posix.waitpid(first, 0)
+            return
+        except InterruptedError:
+            continue
+
+
+def _disguise():
+    # What `/proc/<pid>/cmdline` and `environ` read of the zygote and its forks (the fork
+    # server's source, its environment) is overwritten: they read as `cell`, as a cell's init
+    # does. The interpreter copied both at its start and reads neither again.
+    with open("/proc/self/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    # Fields 48 to 51 of stat(5): the third field is the first after the command name.
+    args_start, args_end, env_start, env_end = (int(fields[n - 3]) for n in range(48, 52))
+    ctypes.memset(env_start, 0, env_end - env_start)
+    ctypes.memset(args_start, 0, args_end - args_start)
+    if args_end - args_start > 5:
+        ctypes.memmove(args_start, b"cell\0", 5)
+        ctypes.memset(args_end - 1, ord(" "), 1)
+
+
+_disguise()
+_control.send(b"ready")
+while True:
+    try:
+        _request, _rights, _flags, _address = _control.recvmsg(1 << 16, _socket.CMSG_SPACE(5 * 4))
+    except InterruptedError:
+        continue
+    _fds = [
+        int.from_bytes(data[i : i + 4], sys.byteorder)
+        for level, kind, data in _rights
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+        for i in range(0, len(data) - len(data) % 4, 4)
+    ]
+    if not _request:
+        posix._exit(0)  # The host is gone.
+    try:
+        if len(_fds) == 5:
+            _serve(_request, _fds)
+        elif _fds:
+            _fail(_fds[-1], _Failed("a request without its five descriptors"))
+    except BaseException as error:
+        if len(_fds) == 5:
+            _fail(_fds[4], error)
+    finally:
+        for _fd in _fds:
+            posix.close(_fd)

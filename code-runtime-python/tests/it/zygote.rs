@@ -1,0 +1,126 @@
+//! The zygote (code-runtime-sandbox's `Zygote`): runs fork from one interpreter started ahead,
+//! and nothing of one run, or of the zygote, reaches another.
+
+use code_runtime::json;
+
+use super::*;
+
+#[test]
+fn runs_fork_from_a_zygote_where_the_machine_gives_user_namespaces() {
+    let runtime = default_runtime();
+    assert!(runtime.containment().zygote, "{:?}", runtime.containment());
+    let result = run("return open('/proc/self/uid_map').read().split()", vec![]);
+    assert_eq!(
+        value(&result),
+        &code_runtime::json!(["1000", "1000", "1"]),
+        "a nested user namespace"
+    );
+}
+
+#[test]
+fn nothing_one_run_leaves_in_the_interpreter_reaches_the_next() {
+    // Module state, builtins, the environment, files, and randomness: each run is a fresh fork
+    // of a zygote that never runs a program.
+    let runtime = runtime(Limits::default());
+    let plant = r#"
+import builtins, json, os, random, sys
+json.PLANTED = "secret"
+builtins.PLANTED = "secret"
+os.environ["PLANTED"] = "secret"
+sys.modules["planted"] = json
+open("/tmp/planted", "w").write("secret")
+open("/dev/shm/planted", "w").write("secret")
+return [random.random(), os.urandom(8).hex()]
+"#;
+    let look = r#"
+import builtins, json, os, random, sys
+return [hasattr(json, "PLANTED"), hasattr(builtins, "PLANTED"), "PLANTED" in os.environ,
+        "planted" in sys.modules, os.path.exists("/tmp/planted"),
+        os.path.exists("/dev/shm/planted"), random.random(), os.urandom(8).hex()]
+"#;
+    let planted = value(&run_on(&runtime, CodeRunRequest::new(plant))).clone();
+    let seen = value(&run_on(&runtime, CodeRunRequest::new(look))).clone();
+    for index in 0..6 {
+        assert_eq!(seen[index], json!(false), "{seen}");
+    }
+    assert_ne!(seen[6], planted[0], "random is reseeded in each fork");
+    assert_ne!(seen[7], planted[1]);
+}
+
+#[test]
+fn a_run_holds_only_its_own_descriptors_and_sees_no_other_process() {
+    let program = r#"
+import os, signal
+fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+pids = sorted(int(pid) for pid in os.listdir("/proc") if pid.isdigit())
+reached = []
+for pid in range(1, 4096):
+    if pid in (os.getpid(), 1):
+        continue
+    try:
+        os.kill(pid, 0)
+        reached.append(pid)
+    except OSError:
+        pass
+shared = [line for line in open("/proc/self/maps")
+          if line.split()[1][1] == "w" and line.split()[1][3] == "s"]
+return [fds, pids, reached, open("/proc/1/cmdline", "rb").read().decode(),
+        open("/proc/self/environ", "rb").read().decode(), shared]
+"#;
+    let seen = value(&run(program, vec![])).clone();
+    // The four descriptors, and the one `listdir` holds.
+    assert_eq!(seen[0], json!([0, 1, 2, 3, 4]), "{seen}");
+    assert_eq!(seen[1], json!([1, 2]), "{seen}");
+    assert_eq!(seen[2], json!([]), "{seen}");
+    assert_eq!(seen[3], json!("cell\u{0}"), "{seen}");
+    assert!(!seen[4].as_str().unwrap().contains("work-"), "the zygote's environment: {seen}");
+    // No memory the fork shares with the zygote or another fork can be written.
+    assert_eq!(seen[5], json!([]), "{seen}");
+}
+
+#[test]
+fn exhausting_processes_or_memory_right_after_the_fork_leaves_the_zygote_whole() {
+    let runtime = runtime(Limits { max_memory_mb: 128, ..Limits::default() });
+    let pid = runtime.zygote_pid().expect("a zygote");
+    let storm = r#"
+import os
+started = 0
+try:
+    while True:
+        if os.fork() == 0:
+            import time
+            time.sleep(30)
+        started += 1
+except OSError as error:
+    return [started > 0, error.errno]
+"#;
+    let seen = value(&run_on(&runtime, CodeRunRequest::new(storm))).clone();
+    assert_eq!(seen, json!([true, libc::EAGAIN]), "the process limit holds");
+    let hog = "chunks = []\ntry:\n    while True:\n        chunks.append(bytearray(1 << 20))\nexcept MemoryError:\n    return len(chunks) > 0";
+    let result = run_on(&runtime, CodeRunRequest::new(hog));
+    assert!(
+        result.value() == Some(&json!(true)) || result.error().is_some(),
+        "{}",
+        result.to_json()
+    );
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    assert_eq!(runtime.zygote_pid(), Some(pid), "the same zygote serves on");
+}
+
+#[test]
+fn a_zygote_that_dies_is_started_again() {
+    let runtime = runtime(Limits::default());
+    let pid = runtime.zygote_pid().expect("a zygote");
+    // SAFETY: kill on the pid of the zygote's cell, a child of this process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    // The run may have taken the warm cell forked before the kill (it died with the zygote):
+    // runs go on either way, and a new zygote serves the next.
+    for _ in 0..3 {
+        let result = run_on(&runtime, CodeRunRequest::new("return 1"));
+        assert!(result.is_ok() || result.error().is_some(), "{}", result.to_json());
+    }
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 2"))), &json!(2));
+    let again = runtime.zygote_pid().expect("a zygote again");
+    assert_ne!(again, pid);
+    assert!(runtime.containment().zygote);
+}
