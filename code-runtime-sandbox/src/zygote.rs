@@ -31,6 +31,7 @@
 use std::ffi::{CStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -58,6 +59,9 @@ pub struct Zygote {
     control: OwnedFd,
     /// The plan of the children.
     children: Arc<Plan>,
+    /// A fork found the zygote gone (its socket closed) or stuck (then killed): its cell may
+    /// take a while to end and be reaped, and no fork should wait for that.
+    gone: AtomicBool,
 }
 
 impl Zygote {
@@ -98,10 +102,20 @@ impl Zygote {
         crate::spawner::run(move || zygote.fork_now(io, &limits)).await
     }
 
-    /// Whether the zygote still runs.
+    /// Whether the zygote still runs (as far as the host knows: a fork that found it gone says
+    /// so at once, before its cell has ended).
     pub fn is_alive(&self) -> bool {
+        if self.gone.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut cell = self.cell.lock().unwrap_or_else(PoisonError::into_inner);
         matches!(cell.try_wait(), Ok(None))
+    }
+
+    /// Marks the zygote gone and kills what is left of it.
+    fn give_up(&self) {
+        self.gone.store(true, Ordering::Relaxed);
+        self.cell.lock().unwrap_or_else(PoisonError::into_inner).kill();
     }
 
     /// Ends the zygote, and with it every cell forked from it, and waits until it is reaped.
@@ -143,24 +157,32 @@ impl Zygote {
         });
         let fds =
             [&io.stdin, &io.stdout, &io.stderr, &io.channel, &cell_end].map(AsRawFd::as_raw_fd);
-        send(self.control.as_fd(), request.to_string().as_bytes(), &fds)
-            .map_err(|error| failed("asking the zygote for a cell", error))?;
+        if let Err(error) = send(self.control.as_fd(), request.to_string().as_bytes(), &fds) {
+            // A full socket is a zygote that stopped reading: gone or stuck, either way done.
+            self.give_up();
+            return Err(failed("asking the zygote for a cell", error));
+        }
         drop((io, cell_end));
         if !readable(&report, millis(FORK_WITHIN)) {
+            // A zygote that takes this long is stuck: it goes, so that the next run starts a
+            // new one instead of waiting here again (every cell's start waits on this thread).
+            self.give_up();
             return Err(failed("waiting for the zygote's cell", io::ErrorKind::TimedOut.into()));
         }
-        let (message, mut pidfds) = receive(report.as_fd(), 2)
+        let (message, pidfds) = receive(report.as_fd(), 2)
             .map_err(|error| failed("reading the zygote's report", error))?;
-        if message != b"ready" || pidfds.len() != 2 {
+        let pidfds = <[OwnedFd; 2]>::try_from(pidfds).ok().filter(|_| message == b"ready");
+        let Some([init, worker]) = pidfds else {
             let why = if message.is_empty() {
+                // Every holder of the report's other end is gone: the zygote too, or it would
+                // have said why.
+                self.give_up();
                 "the zygote ended first".to_owned()
             } else {
                 String::from_utf8_lossy(&message).into_owned()
             };
             return Err(failed("forking from the zygote", io::Error::other(why)));
-        }
-        let worker = pidfds.pop().expect("two pidfds");
-        let init = pidfds.pop().expect("two pidfds");
+        };
         let pid = pid_of(&init).ok_or_else(|| {
             failed("finding the zygote's cell", io::Error::other("its pidfd names no pid"))
         })?;
@@ -207,7 +229,7 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
         return Err(failed("starting the zygote", io::Error::other(last)));
     }
     set_nonblocking(&control).map_err(|error| failed("starting the zygote", error))?;
-    Ok(Zygote { cell: Mutex::new(cell), control, children })
+    Ok(Zygote { cell: Mutex::new(cell), control, children, gone: AtomicBool::new(false) })
 }
 
 /// The plan of a zygote of `children`: the same root, namespaces and program file, `args` as
