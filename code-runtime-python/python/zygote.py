@@ -7,15 +7,15 @@
 # channel and report socket. No frame of any program ever reaches this process, and nothing a run
 # does comes back: each run is a fork of it that enters namespaces of its own.
 #
-#   zygote ──fork──▶ A: new user, mount, pid, ipc, uts (and net) namespaces; its /tmp and /dev/shm
-#                    └──fork──▶ B: PID 1 of the run (its /proc), reaps, reports the exit
-#                               └──fork──▶ C: the program's process: no capabilities, rlimits,
-#                                          Landlock, seccomp, then the bootstrap's main
+#   zygote ──clone──▶ B: PID 1 of the run, in new user, mount, pid, ipc, uts and net namespaces
+#                     (its parent the zygote cell's init): its /tmp, /dev/shm and /proc; reaps,
+#                     reports the exit
+#                     └──fork──▶ C: the program's process: no capabilities, rlimits, Landlock,
+#                                seccomp, then the bootstrap's main
 #
-# A exits at once (the zygote reaps it); B is then reaped by the zygote cell's init. B sends the
-# host `ready` with pidfds of itself and of C once C has applied every layer, or C and A send
-# `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of the kernel's ABI
-# (system calls, flags) come from the host, which has them from its C library.
+# B sends the host `ready` with pidfds of itself and of C once C has applied every layer, or C, B
+# or the zygote sends `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of
+# the kernel's ABI (system calls, flags) come from the host, which has them from its C library.
 import _signal
 import _socket
 import marshal
@@ -99,9 +99,9 @@ def _fail(report, error):
 
 
 def _enter(run):
-    # A: the namespaces of the run, its uid mapped to the zygote's, its /tmp and /dev/shm.
+    # The namespaces are the clone's; the uid map (the zygote's uid, as the cell user), /tmp,
+    # /dev/shm and the work directory are the init's to make.
     uid = _recipe["uid"]
-    _check("entering the run's namespaces", _libc.unshare(_FLAGS["unshare"]))
     _write_file("denying setgroups", b"/proc/self/setgroups", "deny")
     _write_file("writing the uid map", b"/proc/self/uid_map", "%d %d 1" % (uid, uid))
     _write_file("writing the gid map", b"/proc/self/gid_map", "%d %d 1" % (uid, uid))
@@ -171,15 +171,18 @@ def _supervise(report, worker):
     posix._exit(code)
 
 
+# capset(2)'s arguments for "none": _LINUX_CAPABILITY_VERSION_3, this process; three empty sets.
+_CAP_HEADER = (ctypes.c_uint32 * 2)(0x20080522, 0)
+_CAP_NONE = (ctypes.c_uint32 * 6)()
+
+
 def _drop_capabilities():
     # A new user namespace gives its creator every capability and a full bounding set: all go.
     prctl, drop = _libc.prctl, _FLAGS["capbset_drop"]
     for capability in range(64):
         prctl(drop, capability, 0, 0, 0)
     prctl(_FLAGS["cap_ambient"], _FLAGS["cap_ambient_clear_all"], 0, 0, 0)
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()
-    _call("dropping capabilities", _SYS["capset"], header, data)
+    _call("dropping capabilities", _SYS["capset"], _CAP_HEADER, _CAP_NONE)
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -263,10 +266,8 @@ def _become_program(report, ok, fds, run):
         _landlock(_recipe["landlock"])
     for _buffer, fprog in _FILTERS:
         _seccomp(fprog)
-    # The zygote's environment (its own work directory as HOME) is replaced by the run's.
-    os.environ.clear()
+    # The zygote's environment was emptied at its start: HOME is the run's one variable.
     os.environ["HOME"] = run["work"]
-    posix.environ.clear()
     posix.environ[b"HOME"] = run["work"].encode()
     posix.write(ok, b"ok")
     # The report socket, the control socket and the rest: nothing but 0 to 3 stays.
@@ -275,31 +276,42 @@ def _become_program(report, ok, fds, run):
     _scope["_main"]()
 
 
+# Called with the GIL held (a `PyDLL`): the interpreter's own fork protocol brackets the clone.
+_clone = ctypes.PyDLL(None, use_errno=True).syscall
+_clone.restype = ctypes.c_long
+_BEFORE_FORK = ctypes.pythonapi.PyOS_BeforeFork
+_AFTER_FORK_PARENT = ctypes.pythonapi.PyOS_AfterFork_Parent
+_AFTER_FORK_CHILD = ctypes.pythonapi.PyOS_AfterFork_Child
+
+
+def _fork_init():
+    # One clone makes the run's init: new namespaces (it is PID 1 of its own), and the zygote's
+    # parent (the zygote cell's init) as its parent, which reaps it: the zygote waits for no one.
+    # `os.fork` cannot pass flags; the interpreter's fork hooks run around the call as they do
+    # around `os.fork` (`random` reseeds in the child).
+    _BEFORE_FORK()
+    pid = _clone(ctypes.c_long(_SYS["clone"]), ctypes.c_long(_FLAGS["clone"]), 0, 0, 0, 0)
+    if pid == 0:
+        _AFTER_FORK_CHILD()
+    else:
+        errno = ctypes.get_errno()
+        _AFTER_FORK_PARENT()
+        if pid < 0:
+            raise _Failed("entering the run's namespaces: %d" % errno)
+    return pid
+
+
 def _serve(request, fds):
     run = _scope["_loads"](request)
-    first = posix.fork()
-    if first == 0:
+    if _fork_init() == 0:
         report = fds[4]
         try:
             posix.close(3)
             _enter(run)
-            init = posix.fork()
-            if init == 0:
-                try:
-                    _init(report, fds, run)
-                except BaseException as error:
-                    _fail(report, error)
-                posix._exit(125)
+            _init(report, fds, run)
         except BaseException as error:
             _fail(report, error)
-            posix._exit(125)
-        posix._exit(0)
-    while True:
-        try:
-            posix.waitpid(first, 0)
-            return
-        except InterruptedError:
-            continue
+        posix._exit(125)
 
 
 def _disguise():
@@ -318,6 +330,10 @@ def _disguise():
 
 
 _disguise()
+# The zygote's environment (its own work directory as HOME) is nothing of a run's: each fork
+# sets its own HOME only.
+os.environ.clear()
+posix.environ.clear()
 _control.send(b"ready")
 while True:
     try:

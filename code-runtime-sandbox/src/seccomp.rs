@@ -87,15 +87,15 @@ const CLONE_NAMESPACES: &[libc::c_int] = &[
     0x80, // CLONE_NEWTIME
 ];
 
-/// What a zygote may do that its children's programs may not: enter new namespaces (`unshare`,
-/// which each fork does first) and mount their `/tmp`, `/dev/shm` and `/proc`. The children
+/// What a zygote may do that its children's programs may not, besides `clone` into new
+/// namespaces (each run's init is one): mount their `/tmp`, `/dev/shm` and `/proc`. The children
 /// install the full filter on top of the zygote's (filters stack; the strictest answer wins).
-const ZYGOTE_ALLOWED: &[libc::c_long] = &[libc::SYS_unshare, libc::SYS_mount];
+const ZYGOTE_ALLOWED: &[libc::c_long] = &[libc::SYS_mount];
 
 /// The filters to install, in order: the calls refused with `EPERM`, then `clone3` refused with
 /// `ENOSYS` (its flags live in memory a filter cannot read; `ENOSYS` makes the C library fall back
 /// to `clone`, whose flags the first filter checks). A zygote's (`zygote`) allows
-/// [`ZYGOTE_ALLOWED`].
+/// [`ZYGOTE_ALLOWED`] and `clone` into new namespaces.
 pub(crate) fn programs(zygote: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|error| SandboxError::Seccomp(format!("{error:?}")))?;
@@ -116,14 +116,17 @@ pub(crate) fn programs(zygote: bool) -> Result<Vec<BpfProgram>, SandboxError> {
     for call in [libc::SYS_socket, libc::SYS_socketpair] {
         denied.insert(call, vec![rule(vec![condition(0, SeccompCmpOp::Ne, unix)?])?]);
     }
-    let clone_rules = CLONE_NAMESPACES
-        .iter()
-        .map(|flag| {
-            let flag = *flag as u64;
-            rule(vec![condition(0, SeccompCmpOp::MaskedEq(flag), flag)?])
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    denied.insert(libc::SYS_clone, clone_rules);
+    // A zygote's clones are its children's inits, each in namespaces of its own.
+    if !zygote {
+        let clone_rules = CLONE_NAMESPACES
+            .iter()
+            .map(|flag| {
+                let flag = *flag as u64;
+                rule(vec![condition(0, SeccompCmpOp::MaskedEq(flag), flag)?])
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        denied.insert(libc::SYS_clone, clone_rules);
+    }
     let mut programs = Vec::new();
     for (rules, errno) in
         [(denied, libc::EPERM), (BTreeMap::from([(libc::SYS_clone3, Vec::new())]), libc::ENOSYS)]

@@ -9,7 +9,8 @@
 //! any other: kill, whole-cell usage, exit status.
 //!
 //! The zygote itself runs with fewer layers than its children: its seccomp filter lets it
-//! `unshare` and `mount` (its children need both, and install the full filter on top), and it has
+//! `clone` into new namespaces and `mount` (each run's init is such a clone and mounts the run's
+//! `/tmp` and `/proc`; the program's process installs the full filter on top), and it has
 //! no Landlock (a Landlock domain may not mount, and rules bind to inodes a fresh `/tmp` would
 //! not have). It runs no program's code: it reads the host's requests and forks.
 //!
@@ -47,7 +48,7 @@ use crate::{Containment, SandboxError};
 /// How long a zygote may take to start (an interpreter's start, on a busy machine).
 const START_WITHIN: Duration = Duration::from_secs(20);
 
-/// How long a fork may take to be ready (three forks and a few mounts: milliseconds).
+/// How long a fork may take to be ready (a clone, a fork and a few mounts: milliseconds).
 const FORK_WITHIN: Duration = Duration::from_secs(5);
 
 /// A running zygote of one plan. Dropping it kills it, and with it every cell forked from it.
@@ -271,15 +272,20 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
         crate::mounts::Step::Proc { options, .. } => Some(text(options)),
         _ => None,
     });
-    let unshare = libc::CLONE_NEWUSER
+    // A run's init is a clone of the zygote into namespaces of its own, with the zygote's parent
+    // as its parent (the zygote cell's init reaps it).
+    let clone = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWNET;
+        | libc::CLONE_NEWNET
+        | libc::CLONE_PARENT
+        | libc::SIGCHLD;
     Ok(json!({
         "uid": CELL_ID,
         "syscalls": {
+            "clone": libc::SYS_clone,
             "capset": libc::SYS_capset,
             "landlock_create_ruleset": libc::SYS_landlock_create_ruleset,
             "landlock_add_rule": libc::SYS_landlock_add_rule,
@@ -287,7 +293,7 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
             "seccomp": libc::SYS_seccomp,
         },
         "flags": {
-            "unshare": unshare,
+            "clone": clone,
             "nosuid": libc::MS_NOSUID,
             "nodev": libc::MS_NODEV,
             "noexec": libc::MS_NOEXEC,

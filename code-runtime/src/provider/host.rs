@@ -718,8 +718,13 @@ struct ComputeCheck {
 
 impl ComputeCheck {
     fn new(limits: &Limits) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let cores = u32::try_from(cores).unwrap_or(u32::MAX);
+        // Looked up once: `available_parallelism` reads the cgroup's files each time, a cost
+        // every run would pay at its start.
+        static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let cores = *CORES.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            u32::try_from(cores).unwrap_or(u32::MAX)
+        });
         let budget = Duration::from_millis(limits.compute_ms);
         let first = (budget / cores).max(Duration::from_millis(1));
         let next = reactor::enter(|| Box::pin(tokio::time::sleep(first)));
