@@ -134,3 +134,80 @@ fn a_zygote_that_dies_is_started_again() {
     });
     assert!(forked, "no run forked from the new zygote");
 }
+
+#[test]
+fn runs_side_by_side_have_networks_of_their_own_and_a_later_run_finds_nothing_left() {
+    // A run that listens on an abstract Unix socket and holds it while another run looks for it;
+    // then a run after both. Abstract names are per network namespace: neither may see it.
+    let runtime = std::sync::Arc::new(runtime(Limits::default()));
+    let (bound, release) = (
+        std::sync::Arc::new(tokio::sync::Notify::new()),
+        std::sync::Arc::new(tokio::sync::Notify::new()),
+    );
+    let hold = {
+        let (bound, release) = (bound.clone(), release.clone());
+        binding(move |_| {
+            let (bound, release) = (bound.clone(), release.clone());
+            async move {
+                bound.notify_one();
+                release.notified().await;
+                Ok(json!(null))
+            }
+        })
+    };
+    let listen = r#"
+import os, socket
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind("\0code-runtime-left")
+listener.listen()
+await tools.hold()
+return os.readlink("/proc/self/ns/net")
+"#;
+    let look = r#"
+import os, socket
+listed = "@code-runtime-left" in open("/proc/self/net/unix").read()
+probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    probe.connect("\0code-runtime-left")
+    reached = True
+except OSError:
+    reached = False
+probe.close()
+mine = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+mine.bind("\0code-runtime-left")
+return [os.readlink("/proc/self/ns/net"), listed, reached]
+"#;
+    let listening = {
+        let runtime = runtime.clone();
+        let request = CodeRunRequest::new(listen).binding(tools().function("hold", hold));
+        tokio().spawn(async move { runtime.run(request).await })
+    };
+    tokio().block_on(bound.notified());
+    let beside = value(&run_on(&runtime, CodeRunRequest::new(look))).clone();
+    release.notify_one();
+    let listener = tokio().block_on(listening).expect("joined").expect("not contract misuse");
+    let listener = value(&listener).clone();
+    assert_ne!(beside[0], listener, "a network namespace of its own: {beside}");
+    // Not listed, not reached; and its own socket of that name binds.
+    assert_eq!((&beside[1], &beside[2]), (&json!(false), &json!(false)), "{beside}");
+    let after = value(&run_on(&runtime, CodeRunRequest::new(look))).clone();
+    assert_eq!((&after[1], &after[2]), (&json!(false), &json!(false)), "{after}");
+}
+
+#[test]
+fn the_runs_init_a_copy_of_the_zygote_is_closed_to_its_program() {
+    // PID 1 of a run is a clone of the zygote: its memory, maps, environment and descriptors
+    // are the zygote's, and no process of the run may read them.
+    let program = r#"
+refused = []
+for name in ("mem", "maps", "environ", "fd", "stack", "auxv"):
+    try:
+        path = "/proc/1/" + name
+        (__import__("os").listdir(path) if name == "fd" else open(path, "rb").read(64))
+    except PermissionError:
+        refused.append(name)
+return refused
+"#;
+    let refused = value(&run(program, vec![])).clone();
+    assert_eq!(refused, json!(["mem", "maps", "environ", "fd", "stack", "auxv"]), "{refused}");
+}
