@@ -25,9 +25,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import Namespace, Runtime, cell_executable
 
 #: (report key, language, isolation, warm): the modes of ``code-runtime bench``'s figures, as it
-#: measures them (Python without a cell started ahead; TypeScript with its spares).
+#: measures them: the default configurations, cells made ahead of the runs.
 MODES: List[Tuple[str, str, Optional[str], bool]] = [
-    ("python", "python", None, False),
+    ("python", "python", None, True),
     ("typescript", "typescript", "process", True),
     ("typescript_thread", "typescript", "thread", True),
 ]
