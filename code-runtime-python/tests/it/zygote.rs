@@ -80,15 +80,16 @@ return [fds, pids, reached, open("/proc/1/cmdline", "rb").read().decode(),
 
 #[test]
 fn exhausting_processes_or_memory_right_after_the_fork_leaves_the_zygote_whole() {
-    let runtime = runtime(Limits { max_memory_mb: 128, ..Limits::default() });
+    // Memory enough for the process limit to be reached first (each fork's copy-on-write pages
+    // count), and the hog then meets the budget.
+    let runtime = runtime(Limits { max_memory_mb: 512, ..Limits::default() });
     let pid = runtime.zygote_pid().expect("a zygote");
     let storm = r#"
-import os
+import os, time
 started = 0
 try:
     while True:
         if os.fork() == 0:
-            import time
             time.sleep(30)
         started += 1
 except OSError as error:
