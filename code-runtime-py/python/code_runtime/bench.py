@@ -5,8 +5,9 @@ host's, measured in the same run by the ``code-runtime bench`` command installed
 - ``binding_rtt_us``: one program awaiting a Python binding 1 000 times, minus a trivial run,
   per call, p50 over several such runs.
 
-Both are measured as ``code-runtime bench`` measures the Rust host (same programs, same modes),
-so the differences are what the Python layer costs: the bars are the trivial run within 1 ms of
+Both are measured as ``code-runtime bench`` measures the Rust host (same programs, same modes,
+its figures taken just before and just after ours and averaged, as the machine drifts), so the
+differences are what the Python layer costs: the bars are the trivial run within 1 ms of
 the Rust host's and the round trip within 2x. pydantic-monty's figures are printed beside them
 when it is installed.
 """
@@ -20,7 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import Namespace, Runtime, cell_executable
 
@@ -65,11 +66,11 @@ async def _measure(rt: Runtime, samples: int, loops: int) -> Dict[str, float]:
     }
 
 
-def _rust_figures(quick: bool) -> Dict[str, Any]:
+def _rust_figures(quick: bool, language: str) -> Dict[str, Any]:
     command = cell_executable()
     if command is None:
         return {}
-    args = [command, "bench", "--json"] + (["--quick"] if quick else [])
+    args = [command, "bench", "--json", "--language", language] + (["--quick"] if quick else [])
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return {}
@@ -97,15 +98,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     samples, loops = (60, 3) if args.quick else (300, 10)
     report: Dict[str, Any] = {"python_host": {}, "rust_host": {}, "ratios": {}}
-    for key, language, isolation, warm in MODES:
-        with Runtime(language, isolation=isolation, warm=warm) as rt:  # type: ignore[arg-type]
-            report["python_host"][key] = asyncio.run(_measure(rt, samples, loops))
-    rust = _rust_figures(args.quick)
+    # The machine's speed drifts over minutes: each language's Rust-host figures are measured
+    # just before and just after its Python-host ones, and the two readings averaged.
+    readings: Dict[str, List[Dict[str, Any]]] = {}
+    for language in ("python", "typescript"):
+        before = _rust_figures(args.quick, language)
+        for key, mode_language, isolation, warm in MODES:
+            if mode_language != language:
+                continue
+            with Runtime(language, isolation=isolation, warm=warm) as rt:  # type: ignore[arg-type]
+                report["python_host"][key] = asyncio.run(_measure(rt, samples, loops))
+        after = _rust_figures(args.quick, language)
+        for key, mode_language, _, _ in MODES:
+            if mode_language == language:
+                readings[key] = [rust.get(key) or {} for rust in (before, after)]
     for key, _, _, _ in MODES:
         ours = report["python_host"][key]
-        theirs = rust.get(key) or {}
-        trivial = (theirs.get("trivial_run_ms") or {}).get("p50")
-        rtt = (theirs.get("binding_rtt_us") or {}).get("p50")
+        trivial = _mean(reading.get("trivial_run_ms") for reading in readings[key])
+        rtt = _mean(reading.get("binding_rtt_us") for reading in readings[key])
         report["rust_host"][key] = {"trivial_run_ms": trivial, "binding_rtt_us": rtt}
         if trivial is not None:
             report["ratios"][f"{key}_trivial_minus_rust_ms"] = ours["trivial_run_ms"] - trivial
@@ -131,6 +141,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if monty is not None:
         print(f"pydantic-monty trivial run p50: {monty['trivial_run_ms']:.2f} ms")
     return 0
+
+
+def _mean(figures: Iterable[Optional[Dict[str, Any]]]) -> Optional[float]:
+    """The mean of the figures' p50s, or None when no reading has one."""
+    values = [figure["p50"] for figure in figures if figure and figure.get("p50") is not None]
+    return statistics.mean(values) if values else None
 
 
 def _num(value: Optional[float]) -> str:
