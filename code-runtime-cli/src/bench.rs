@@ -157,6 +157,21 @@ fn typescript_figures(
                 "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
                 "mode": "a fresh cell per run, started ahead of it (warm_cell), 50 ms between runs",
             });
+            // The same back to back, each cell a clone of this process rather than of the
+            // spawner process (which starts them by default).
+            let config = WorkerThreadConfig {
+                isolation,
+                spawner_process: false,
+                ..WorkerThreadConfig::default()
+            };
+            let in_host: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
+            let (p50, p99) = tokio.block_on(trivial_runs(&in_host, samples / 3, Duration::ZERO));
+            figures["trivial_run_in_host_ms"] = json!({
+                "p50": ms(p50), "p99": ms(p99), "n": samples / 3,
+                "mode": "a fresh cell per run (two started ahead), each started by this process \
+                         itself (no spawner process), back to back",
+            });
+            tokio.block_on(in_host.dispose());
         }
         if let Some(node) = node {
             report["ratios"][ratio] =
@@ -548,26 +563,23 @@ fn language_table(
         "  replayed call      p50 {:>8.2} us                   (bar <= 20 us, a resume of 1 000)\n",
         number(&["replay_per_call_us", "p50"])
     ));
-    if figures.get("trivial_run_warm_ms").is_some() {
-        out.push_str(&format!(
-            "  warm cell run      p50 {:>8.2} ms  p99 {:>8.2} ms   (started ahead, 50 ms apart)\n",
-            number(&["trivial_run_warm_ms", "p50"]),
-            number(&["trivial_run_warm_ms", "p99"])
-        ));
-    }
-    if figures.get("trivial_run_scratch_ms").is_some() {
-        out.push_str(&format!(
-            "  from scratch       p50 {:>8.2} ms  p99 {:>8.2} ms   (a cell started per run, no zygote)\n",
-            number(&["trivial_run_scratch_ms", "p50"]),
-            number(&["trivial_run_scratch_ms", "p99"])
-        ));
-    }
-    if figures.get("trivial_run_forked_ms").is_some() {
-        out.push_str(&format!(
-            "  forked at start    p50 {:>8.2} ms  p99 {:>8.2} ms   (a zygote fork per run, none ahead)\n",
-            number(&["trivial_run_forked_ms", "p50"]),
-            number(&["trivial_run_forked_ms", "p99"])
-        ));
+    for (key, label, note) in [
+        ("trivial_run_warm_ms", "warm cell run", "(started ahead, 50 ms apart)"),
+        ("trivial_run_scratch_ms", "from scratch", "(a cell started per run, no zygote)"),
+        ("trivial_run_forked_ms", "forked at start", "(a zygote fork per run, none ahead)"),
+        (
+            "trivial_run_in_host_ms",
+            "cells from host",
+            "(started by the host itself, no spawner process)",
+        ),
+    ] {
+        if figures.get(key).is_some() {
+            out.push_str(&format!(
+                "  {label:<19}p50 {:>8.2} ms  p99 {:>8.2} ms   {note}\n",
+                number(&[key, "p50"]),
+                number(&[key, "p99"])
+            ));
+        }
     }
     if figures.get("wall_clock_under_floods_ms").is_some() {
         out.push_str(&format!(

@@ -293,9 +293,10 @@ fn isolation(isolation: Option<&str>, language: Language) -> Result<Isolation, F
     }
 }
 
-/// The provider for `language`; `warm` starts cells ahead of the next run, and Python's from a
-/// zygote (for a server: `run` makes one run, then exits, so a cell started ahead would only be
-/// thrown away, and a zygote costs an interpreter's start before its fork). Invalid limits
+/// The provider for `language`; `warm` starts cells ahead of the next run, Python's from a
+/// zygote and TypeScript's from a spawner process (for a server: `run` makes one run, then
+/// exits, so a cell started ahead would only be thrown away, a zygote costs an interpreter's
+/// start before its fork, and a spawner process an `exec` beside the run). Invalid limits
 /// are misuse; a Python that cannot run programs, or a sandbox this machine cannot give, is the
 /// host's failure.
 pub(crate) fn provider(
@@ -318,8 +319,10 @@ pub(crate) fn provider(
             let config = WorkerThreadConfig {
                 limits,
                 isolation,
-                // This executable serves the cells (`main` calls `serve_cell_if_asked`).
+                // This executable serves the cells (`main` calls `serve_cell_if_asked`), and
+                // starts them as the spawner process for a host that runs many.
                 warm,
+                spawner_process: warm,
                 machine_cache: code_runtime_sandbox::cache::user_dir(),
                 ..WorkerThreadConfig::default()
             };

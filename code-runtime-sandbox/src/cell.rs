@@ -107,9 +107,12 @@ pub struct Cell {
     killed_by_host: bool,
     /// Counts the cell in [`cells_alive`] until its init is reaped.
     alive: Option<Alive>,
-    /// A zygote's fork (see `zygote.rs`): its init is no child of the host's, so it is reaped by
-    /// the zygote's cell and reports the program's status on this socket before it exits.
+    /// A cell started by another process, a zygote (`zygote.rs`) or the spawner process
+    /// (`spawner_process.rs`): its init is no child of the host's, so the other side reaps it
+    /// and reports the program's status on this socket.
     report: Option<OwnedFd>,
+    /// Forked from a zygote (see [`Containment::zygote`]).
+    zygote: bool,
 }
 
 /// How many cells of this process have an init not yet reaped: started, running, or ended and
@@ -150,7 +153,7 @@ impl Cell {
 
     /// The layers that hold for this cell.
     pub fn containment(&self) -> Containment {
-        Containment { zygote: self.report.is_some(), ..self.plan.containment }
+        Containment { zygote: self.zygote, ..self.plan.containment }
     }
 
     /// Ends the cell: kills the program and the init, and with it (in a PID namespace) every
@@ -193,9 +196,13 @@ impl Cell {
         if !readable(&self.pidfd, if block { -1 } else { 0 }) {
             return Ok(None);
         }
-        // The init wrote the status before it exited; a killed one wrote none.
-        let status = crate::message::reported_exit(report);
-        Ok(Some(status.map_or(CellExit::Killed(libc::SIGKILL), CellExit::Exited)))
+        // A zygote's init wrote the status before it exited (a killed one wrote none); the
+        // spawner process writes it once it has reaped the init, a moment after the pidfd said
+        // it ended. Either closes the socket when it has nothing to say, so this wait is short
+        // but when the other side is stuck.
+        readable(report, millis(REPORT_WITHIN));
+        let exit = reported_exit(report);
+        Ok(Some(exit.unwrap_or(CellExit::Killed(libc::SIGKILL))))
     }
 
     /// Reaps the cell if it has ended.
@@ -388,26 +395,68 @@ pub(crate) fn readable(fd: &OwnedFd, timeout_ms: libc::c_int) -> bool {
     }
 }
 
+/// How a cell started by another process ended, as it reported on `report`: `exit <status>` (a
+/// zygote's init, or the spawner process), `killed <signal>` (the spawner process, for an init a
+/// signal ended); `None` when nothing was reported.
+pub(crate) fn reported_exit(report: &OwnedFd) -> Option<CellExit> {
+    let number = |text: &[u8]| std::str::from_utf8(text).ok()?.parse().ok();
+    loop {
+        let (message, _) = crate::message::receive(report.as_fd(), 0).ok()?;
+        if message.is_empty() {
+            return None;
+        }
+        if let Some(status) = message.strip_prefix(b"exit ") {
+            return number(status).map(CellExit::Exited);
+        }
+        if let Some(signal) = message.strip_prefix(b"killed ") {
+            return number(signal).map(CellExit::Killed);
+        }
+    }
+}
+
+/// What the spawner process reports for a cell that ended as `exit`.
+pub(crate) fn exit_report(exit: CellExit) -> String {
+    match exit {
+        CellExit::Exited(status) => format!("exit {status}"),
+        CellExit::Killed(signal) => format!("killed {signal}"),
+    }
+}
+
+/// How long the report of an ended cell started by another process may take to arrive.
+const REPORT_WITHIN: Duration = Duration::from_secs(5);
+
+pub(crate) fn millis(duration: Duration) -> libc::c_int {
+    libc::c_int::try_from(duration.as_millis()).unwrap_or(libc::c_int::MAX)
+}
+
 impl Cell {
-    /// A zygote's fork as a cell: its init's pidfd and host pid, its worker's pidfd, and the
-    /// socket its init reports the program's status on.
+    /// A cell another process started (a zygote's fork, or the spawner process's) as the host's:
+    /// its init's pidfd and host pid, its worker's pidfd, and the socket the program's status
+    /// is reported on.
     pub(crate) fn forked(
         plan: Arc<Plan>,
         (pidfd, pid): (OwnedFd, libc::pid_t),
-        worker: OwnedFd,
+        worker: Option<OwnedFd>,
         report: OwnedFd,
+        zygote: bool,
     ) -> Self {
         Self {
             pidfd,
             pid,
-            worker: Some(worker),
+            worker,
             plan,
             host_work_dir: None,
             exit: None,
             killed_by_host: false,
             alive: Some(Alive::count()),
             report: Some(report),
+            zygote,
         }
+    }
+
+    /// The program's first process (the worker), once the cell is ready.
+    pub(crate) fn worker_pidfd(&self) -> Option<BorrowedFd<'_>> {
+        self.worker.as_ref().map(AsFd::as_fd)
     }
 }
 
@@ -535,7 +584,7 @@ struct CloneArgs {
 /// account of the host has. The cells' count goes through a permutation keyed at random per
 /// process, so consecutive cells get unrelated uids and no cell learns from its own how many the
 /// host started; it is a permutation, so 2^24 cells in a row still get distinct ones.
-fn next_outer_id() -> u32 {
+pub(crate) fn next_outer_id() -> u32 {
     /// The first uid of the range cells use: far above any account's.
     const BASE: u32 = 0x6000_0000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -559,12 +608,15 @@ fn permuted(count: u32, key: &impl std::hash::BuildHasher) -> u32 {
 }
 
 /// Starts a cell of `plan` with `io`. Blocking; call it on the spawner thread (see
-/// `spawner.rs`). With `dry_run`, the worker stops right before `exec` and the cell ends.
+/// `spawner.rs`), or on the spawner process's only thread. With `dry_run`, the worker stops
+/// right before `exec` and the cell ends. `outer` is the uid a root host maps the cell's user to
+/// (from [`next_outer_id`], which the host alone calls, so that no two cells share one).
 pub(crate) fn start(
     plan: &Arc<Plan>,
     io: CellIo,
     limits: &CellLimits,
     dry_run: bool,
+    outer: u32,
 ) -> Result<Cell, SandboxError> {
     let start_error = |step, source| SandboxError::Start { step, source };
     let (report_read, report_write) =
@@ -574,7 +626,6 @@ pub(crate) fn start(
     // SAFETY: geteuid and getegid have no preconditions.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let root = euid == 0;
-    let outer = next_outer_id();
     let (work_dir, host_work_dir) = work_dir(plan, root.then_some(outer))?;
     let home = home_variable(&work_dir)?;
     let user_namespace = plan.namespaces.as_ref().is_some_and(|namespaces| namespaces.user);
@@ -625,6 +676,7 @@ pub(crate) fn start(
         killed_by_host: false,
         alive: Some(Alive::count()),
         report: None,
+        zygote: false,
     };
     if user_namespace && root {
         if let Err(error) = write_maps(cell.pid, outer) {

@@ -6,34 +6,22 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::cell::{self, Cell, CellIo};
+use crate::cell_spec::CellSpec;
 use crate::landlock::Ruleset;
 use crate::mounts::{self, cstring};
 use crate::plan::{CellLimits, Namespaces, Plan};
 use crate::probe::{self, Machine};
+use crate::spawner_process::SpawnerProcess;
 use crate::{Containment, Options, SandboxError, seccomp};
-
-/// What a kind of cell runs and may use.
-#[derive(Clone, Debug)]
-pub struct CellSpec {
-    /// The program: an absolute path, which must be among (or beneath) `read_only`.
-    pub executable: PathBuf,
-    /// Its argument vector, `argv[0]` first.
-    pub args: Vec<OsString>,
-    /// Host paths the program may read, visible at the same paths in the cell. The system's
-    /// shared-library directories, the dynamic loader's cache and the time zones are added.
-    pub read_only: Vec<PathBuf>,
-    /// The layers asked for.
-    pub options: Options,
-    /// A directory where what this machine gives is remembered between processes (see
-    /// [`CellPlan::new`]); `None` probes in every process.
-    pub machine_cache: Option<PathBuf>,
-}
 
 /// A kind of cell, ready to start many: every path resolved, the seccomp filter compiled, the
 /// Landlock rules made, and the layers that hold known. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct CellPlan {
     pub(crate) plan: Arc<Plan>,
+    spec: Arc<CellSpec>,
+    /// Where cells start when not in the host itself (see [`CellPlan::with_spawner_process`]).
+    spawner: Option<Arc<SpawnerProcess>>,
 }
 
 impl CellPlan {
@@ -95,7 +83,48 @@ impl CellPlan {
             containment,
             zygote: false,
         };
-        Ok(Self { plan: Arc::new(plan) })
+        Ok(Self { plan: Arc::new(plan), spec: Arc::new(spec.clone()), spawner: None })
+    }
+
+    /// Starts this plan's cells from a spawner process: the plan's executable, executed once
+    /// with `args` as its argument vector (`argv[0]` first), which must then call
+    /// [`serve_spawner_process`](crate::serve_spawner_process) before it starts a thread.
+    ///
+    /// A cell is a copy of the process that starts it until its program runs: started from a
+    /// host with a large memory (an interpreter with this library loaded, a server's heap), it
+    /// costs that host milliseconds of CPU in page-table copies and copy-on-write faults; from
+    /// the spawner process, a small one, it costs almost nothing. The cells are the same, and
+    /// the host holds them as it holds its own ([`Cell::pidfd`], [`Cell::kill`],
+    /// [`Cell::usage`]).
+    ///
+    /// The spawner process is started with the first cell, in the background (cells start in
+    /// the host until it says it is ready, having planned the same layers from the same spec;
+    /// one that plans others is not used), and again when it dies (three failures in a row give
+    /// it up: cells then start in the host). Plans without namespaces start every cell in the
+    /// host: their work directory is the host's to make and remove.
+    #[must_use]
+    pub fn with_spawner_process(mut self, args: Vec<OsString>) -> Self {
+        if self.plan.namespaces.is_some() && !args.is_empty() {
+            self.spawner = Some(Arc::new(SpawnerProcess::new((*self.spec).clone(), args)));
+        }
+        self
+    }
+
+    /// Ends the spawner process of this plan, if it has one, with every cell it started, and
+    /// waits until it is reaped; cells of this plan start in the host from then on. A provider
+    /// calls it as it is disposed.
+    pub async fn close(&self) {
+        let Some(spawner) = self.spawner.clone() else { return };
+        let closed = crate::spawner::run(move || {
+            spawner.close();
+            Ok(())
+        });
+        if closed.await.is_err() {
+            // No spawner thread (shut down): its spawner process ended with it.
+            if let Some(spawner) = &self.spawner {
+                spawner.close();
+            }
+        }
     }
 
     /// The layers that hold for cells of this plan.
@@ -175,6 +204,15 @@ impl CellPlan {
     /// thread.
     pub async fn start(&self, io: CellIo, limits: CellLimits) -> Result<Cell, SandboxError> {
         let plan = self.plan.clone();
-        crate::spawner::run(move || cell::start(&plan, io, &limits, false)).await
+        let spawner = self.spawner.clone();
+        crate::spawner::run(move || {
+            if let Some(spawner) = spawner {
+                if let Some(cell) = spawner.start(&plan, &io, &limits)? {
+                    return Ok(cell);
+                }
+            }
+            cell::start(&plan, io, &limits, false, cell::next_outer_id())
+        })
+        .await
     }
 }

@@ -14,6 +14,12 @@
 //!                                               no_new_privs, rlimits, Landlock, seccomp, exec
 //! ```
 //!
+//! A plan whose executable can serve as one may start its cells from a *spawner process*
+//! ([`CellPlan::with_spawner_process`]): that executable, executed once outside any cell, which
+//! clones each cell as the host would have. A cell is a copy of whatever starts it until its
+//! program runs; a copy of a small process costs almost nothing, one of a host with a large
+//! memory milliseconds.
+//!
 //! A [`Zygote`] is the other way to make cells of a plan: a fork server (a language's program,
 //! which has done its expensive start once) in a cell of its own, whose forks enter namespaces of
 //! their own and apply the plan's layers themselves, from a recipe the host computes; each fork
@@ -51,18 +57,20 @@
 //!
 //! ## What a host must know
 //!
-//! - Cells are cloned from one thread of this crate (the *spawner*); nothing here runs in the
-//!   host's threads but the planning.
+//! - Cells are cloned from one thread of this crate (the *spawner*), or by a plan's spawner
+//!   process, which that thread starts; nothing here runs in the host's threads but the planning.
 //! - A root host opens what a cell may read itself (`open_tree`) and hands it to the cell, so a
 //!   granted path under a directory only root may enter works; an unprivileged host's cells bind
 //!   by path, with the host's rights.
-//! - A cell's processes are children of the host process: code of the host that reaps *any*
-//!   child (`waitpid(-1)`) would steal their exit statuses.
+//! - A cell's processes are children of the host process (or of its spawner process, itself a
+//!   child of the host): code of the host that reaps *any* child (`waitpid(-1)`) would steal
+//!   their exit statuses.
 #![warn(missing_docs)]
 
 pub mod cache;
 mod cell;
 mod cell_plan;
+mod cell_spec;
 mod child;
 mod containment;
 mod error;
@@ -73,14 +81,18 @@ mod plan;
 mod probe;
 mod seccomp;
 mod spawner;
+mod spawner_process;
+mod spawner_server;
 mod watch;
 mod zygote;
 
 pub use crate::cell::{Cell, CellExit, CellIo, Usage, cells_alive, pipe};
-pub use crate::cell_plan::{CellPlan, CellSpec};
+pub use crate::cell_plan::CellPlan;
+pub use crate::cell_spec::CellSpec;
 pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, DEFAULT_PROCESSES};
 pub use crate::spawner::shutdown;
+pub use crate::spawner_server::serve as serve_spawner_process;
 pub use crate::watch::WatchedCell;
 pub use crate::zygote::Zygote;

@@ -1,24 +1,11 @@
 //! Messages on Unix sockets with descriptors attached (`SCM_RIGHTS`): what the host and a
-//! zygote say to each other (see `zygote.rs`), and a zygote's cell's exit status.
+//! zygote or the spawner process say to each other (see `zygote.rs`, `spawner_process.rs`).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// The largest message either side reads.
 const MESSAGE_BYTES: usize = 1 << 16;
-
-/// The status a zygote's cell reported on `report` (`exit <status>`), if it did.
-pub(crate) fn reported_exit(report: &OwnedFd) -> Option<i32> {
-    loop {
-        let (message, _) = receive(std::os::fd::AsFd::as_fd(report), 0).ok()?;
-        if message.is_empty() {
-            return None;
-        }
-        if let Some(status) = message.strip_prefix(b"exit ") {
-            return std::str::from_utf8(status).ok()?.parse().ok();
-        }
-    }
-}
 
 /// A pair of connected `SOCK_SEQPACKET` Unix sockets, close-on-exec.
 pub(crate) fn seqpacket() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -143,4 +130,17 @@ pub(crate) fn receive(
     fds.truncate(max_fds);
     buffer.truncate(read);
     Ok((buffer, fds))
+}
+
+/// `bytes` in hexadecimal, as the zygote's recipe and the spawner's hello carry bytes in JSON.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The pid a pidfd names, in this process's pid namespace (its `fdinfo`).
+pub(crate) fn pid_of(pidfd: &OwnedFd) -> Option<libc::pid_t> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
+    let pid: libc::pid_t =
+        info.lines().find_map(|line| line.strip_prefix("Pid:"))?.trim().parse().ok()?;
+    (pid > 0).then_some(pid)
 }

@@ -38,9 +38,9 @@ use std::time::Duration;
 
 use serde_json::{Value as JsonValue, json};
 
-use crate::cell::{self, Cell, CellIo, readable};
+use crate::cell::{self, Cell, CellIo, millis, readable};
 use crate::cell_plan::CellPlan;
-use crate::message::{receive, send, seqpacket, set_nonblocking};
+use crate::message::{hex, pid_of, receive, send, seqpacket, set_nonblocking};
 use crate::mounts::cstring;
 use crate::plan::{CELL_ID, CellLimits, Plan};
 use crate::{Containment, SandboxError};
@@ -187,7 +187,7 @@ impl Zygote {
         let pid = pid_of(&init).ok_or_else(|| {
             failed("finding the zygote's cell", io::Error::other("its pidfd names no pid"))
         })?;
-        Ok(Cell::forked(self.children.clone(), (init, pid), worker, report))
+        Ok(Cell::forked(self.children.clone(), (init, pid), Some(worker), report, true))
     }
 }
 
@@ -209,7 +209,7 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     };
     // Its own `/tmp` holds nothing: each fork mounts its own.
     let limits = CellLimits::new(1 << 20, u64::MAX);
-    let mut cell = cell::start(&Arc::new(zygote), io, &limits, false)?;
+    let mut cell = cell::start(&Arc::new(zygote), io, &limits, false, cell::next_outer_id())?;
     let recipe = recipe(&children)?.to_string();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])
@@ -318,22 +318,6 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
 
 fn text(string: &CStr) -> String {
     string.to_string_lossy().into_owned()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn millis(duration: Duration) -> libc::c_int {
-    libc::c_int::try_from(duration.as_millis()).unwrap_or(libc::c_int::MAX)
-}
-
-/// The pid a pidfd names, in this process's pid namespace (its `fdinfo`).
-fn pid_of(pidfd: &OwnedFd) -> Option<libc::pid_t> {
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
-    let pid: libc::pid_t =
-        info.lines().find_map(|line| line.strip_prefix("Pid:"))?.trim().parse().ok()?;
-    (pid > 0).then_some(pid)
 }
 
 /// The last line of what is in the (non-blocking) pipe `read`.

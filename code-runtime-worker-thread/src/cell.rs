@@ -23,6 +23,9 @@ use crate::{platform, wire};
 /// The argument that makes an executable a V8 cell (its only one).
 pub(crate) const CELL_ARG: &str = "--code-runtime-v8-cell";
 
+/// The argument that makes it the spawner process of a provider's cells (its only one).
+pub(crate) const SPAWNER_ARG: &str = "--code-runtime-cell-spawner";
+
 /// The cell's descriptor to the host (`code_runtime_sandbox::CellIo::channel`).
 const CHANNEL_FD: libc::c_int = 3;
 
@@ -47,7 +50,8 @@ const EXIT_FATAL: libc::c_int = 70;
 /// A host that runs TypeScript with `Isolation::Process` and the default cell executable (its
 /// own) calls this first thing in `main`, before it starts threads or reads its arguments: the
 /// provider starts the host's own executable in each cell with one argument,
-/// `--code-runtime-v8-cell`. A host that cannot (a test harness, a program in another language's
+/// `--code-runtime-v8-cell`, and once, outside any cell, as the spawner process that starts the
+/// cells (`WorkerThreadConfig::spawner_process`), with `--code-runtime-cell-spawner`. A host that cannot (a test harness, a program in another language's
 /// process) names an executable that does, such as the `code-runtime-v8-cell` binary of this
 /// crate, in [`WorkerThreadConfig::cell_executable`](crate::WorkerThreadConfig::cell_executable).
 ///
@@ -59,7 +63,15 @@ const EXIT_FATAL: libc::c_int = 70;
 pub fn serve_cell_if_asked() {
     CALLED.store(true, Ordering::Relaxed);
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(CELL_ARG)) || args.next().is_some() {
+    let first = args.next();
+    if args.next().is_some() {
+        return;
+    }
+    if first.as_deref() == Some(OsStr::new(SPAWNER_ARG)) {
+        // The provider's spawner process, which starts its cells (see `process.rs`).
+        code_runtime_sandbox::serve_spawner_process();
+    }
+    if first.as_deref() != Some(OsStr::new(CELL_ARG)) {
         return;
     }
     let code = serve();

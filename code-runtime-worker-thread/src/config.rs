@@ -55,6 +55,15 @@ pub struct WorkerThreadConfig {
     /// serves one run; the next is started as one is taken, and `dispose` ends them. A one-shot
     /// host that runs one program and exits gains nothing from it.
     pub warm: bool,
+    /// `process` isolation: start the cells from a spawner process (default `true`): the cell
+    /// executable, executed once outside any cell, which starts every cell of the provider as
+    /// the host would. A cell is a copy of the process that starts it until its program runs,
+    /// which costs a host with a large memory (a Python host with this library loaded, a
+    /// server's heap) milliseconds of CPU per cell; the spawner process is small. It is started
+    /// with the first cell, in the background, and again when it dies; cells start in the host
+    /// until it is ready, or when it cannot be had. A one-shot host that runs one program and
+    /// exits gains nothing from it.
+    pub spawner_process: bool,
     /// `process` isolation: a directory where what this machine's kernel gives the sandbox is
     /// remembered between processes (default `None`: probed once per process, a few
     /// milliseconds).
@@ -72,6 +81,7 @@ impl Default for WorkerThreadConfig {
             cell_executable: None,
             sandbox: SandboxOptions::default(),
             warm: true,
+            spawner_process: true,
             machine_cache: None,
         }
     }

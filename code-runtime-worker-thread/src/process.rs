@@ -84,10 +84,16 @@ impl Cells {
         };
         let plan = CellPlan::new(&spec)?;
         let shape = crate::substrate::shape(config, &config.limits);
-        let launcher = Arc::new(Launcher { plan, executable, limits: config.limits, shape });
+        let mut launcher = Launcher { plan, executable, limits: config.limits, shape };
         if !trusted {
             launcher.check()?;
         }
+        // Only an executable known to serve cells is started as their spawner process.
+        if config.spawner_process {
+            let args = vec![launcher.executable.clone().into_os_string(), cell::SPAWNER_ARG.into()];
+            launcher.plan = launcher.plan.with_spawner_process(args);
+        }
+        let launcher = Arc::new(launcher);
         let starter = launcher.clone();
         let spare = Spare::new(
             if config.warm { crate::WARM } else { 0 },
@@ -133,9 +139,10 @@ impl Cells {
         Ok(launched.run(V8Protocol { stderr, fatal: None }, run))
     }
 
-    /// Ends the spare cell before returning.
+    /// Ends the spare cells and the spawner process before returning.
     pub(crate) async fn close(&self) {
         self.spare.close().await;
+        self.launcher.plan.close().await;
     }
 }
 

@@ -248,3 +248,137 @@ fn a_string_flattened_past_the_budget_ends_the_cell() {
     assert!(message.contains("memory"), "{message}");
     assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
 }
+
+/// A copy (or link) of the cell executable under a name only the calling test uses, so that
+/// processes of tests running beside it do not count; removed on drop.
+struct OwnExecutable(std::path::PathBuf);
+
+impl OwnExecutable {
+    fn new(purpose: &str) -> Self {
+        let original = env!("CARGO_BIN_EXE_code-runtime-v8-cell");
+        let path = std::env::temp_dir()
+            .join(format!("code-runtime-v8-cell-{purpose}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        // A link where the file system allows one (an unprivileged user may not link root's file).
+        if std::fs::hard_link(original, &path).is_err() {
+            std::fs::copy(original, &path).unwrap();
+        }
+        Self(path)
+    }
+}
+
+impl Drop for OwnExecutable {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The argument vector of `pid`, if it still runs.
+fn argv_of(pid: &str) -> Option<Vec<String>> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        cmdline
+            .split(|&byte| byte == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect(),
+    )
+}
+
+/// The parent of `pid`.
+fn parent_of(pid: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| line.strip_prefix("PPid:")).map(|ppid| ppid.trim().to_owned())
+}
+
+/// The spawner processes among the processes of `executable`, and its cells' programs.
+fn spawners_and_programs(executable: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    processes_of(executable).into_iter().partition(|pid| {
+        argv_of(pid).is_some_and(|argv| argv.get(1).map(String::as_str) == Some(SPAWNER_ARG))
+    })
+}
+
+const SPAWNER_ARG: &str = "--code-runtime-cell-spawner";
+
+#[test]
+fn cells_start_from_a_spawner_process_which_a_killed_one_is_replaced_by_and_which_ends_with_the_runtime()
+ {
+    let executable = OwnExecutable::new("spawner-test");
+    let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        isolation: Isolation::Process,
+        cell_executable: Some(executable.0.clone()),
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    // The first cells start in the host while the spawner process gets ready; the spares made
+    // after it are its.
+    for _ in 0..6 {
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    }
+    let (spawners, _) = spawners_and_programs(&executable.0);
+    assert_eq!(spawners.len(), 1, "one spawner process: {spawners:?}");
+    let spawner = spawners[0].clone();
+    assert_eq!(parent_of(&spawner), Some(std::process::id().to_string()));
+    // It has nothing of the host's environment (its cells' inits are copies of its memory).
+    let environ = std::fs::read(format!("/proc/{spawner}/environ")).unwrap();
+    assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
+    // Seen from the host while a run waits on a call: every cell's program (this run's and the
+    // spares) is the child of an init that is the spawner process's child, not the host's.
+    let path = executable.0.clone();
+    let seen = binding(move |_| {
+        let (_, programs) = spawners_and_programs(&path);
+        let grandparents: Vec<Option<String>> =
+            programs.iter().map(|pid| parent_of(pid).and_then(|init| parent_of(&init))).collect();
+        async move { Ok(json!({"programs": programs.len(), "grandparents": grandparents})) }
+    });
+    let result = run_on(
+        &runtime,
+        CodeRunRequest::new("return await tools.seen()").binding(tools().function("seen", seen)),
+    );
+    let seen = value(&result);
+    assert!(seen["programs"].as_u64().unwrap() >= 1, "{seen}");
+    for grandparent in seen["grandparents"].as_array().unwrap() {
+        assert_eq!(grandparent, &json!(spawner), "{seen}");
+    }
+    // Killed under a run: that run ends (its cell died with the spawner process), later runs go
+    // on, and a new spawner process takes over; the dead one is reaped.
+    let victim = spawner.clone();
+    let kill = binding(move |_| {
+        let pid: libc::pid_t = victim.parse().unwrap();
+        // SAFETY: kill(2) on a child of this process that is not reaped yet (the runtime
+        // reaps it only once it finds it gone).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        async move { Ok(json!(null)) }
+    });
+    let killed = run_on(
+        &runtime,
+        CodeRunRequest::new(
+            "await tools.kill(); await new Promise(r => setTimeout(r, 200)); return 1",
+        )
+        .binding(tools().function("kill", kill)),
+    );
+    assert_eq!(failure(&killed).map(|(kind, _)| kind), Some("worker-exit"), "{}", killed.to_json());
+    let mut replaced = None;
+    for _ in 0..20 {
+        let result = run_on(&runtime, CodeRunRequest::new("return 2"));
+        let (spawners, _) = spawners_and_programs(&executable.0);
+        if let Some(new) = spawners.iter().find(|pid| **pid != spawner) {
+            if result.error().is_none() {
+                replaced = Some(new.clone());
+                break;
+            }
+        }
+    }
+    let replaced = replaced.expect("a new spawner process, and runs that succeed");
+    // Reaped off the spawner thread, as the host found it gone.
+    let reaped = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::metadata(format!("/proc/{spawner}")).is_err()
+    });
+    assert!(reaped, "the killed spawner process is reaped");
+    assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 3"))), &json!(3));
+    // Disposal ends the spawner process and its cells, and reaps them.
+    tokio().block_on(runtime.dispose());
+    let left = processes_of(&executable.0);
+    assert!(left.is_empty(), "left after dispose (the spawner was {replaced}): {left:?}");
+}

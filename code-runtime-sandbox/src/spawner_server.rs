@@ -1,0 +1,145 @@
+//! The spawner process's side of `spawner_process.rs`: what the plan's executable does once the
+//! host executed it to start its cells (see [`serve`]).
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+use serde_json::Value as JsonValue;
+
+use crate::cell::{self, Cell, CellIo, exit_report, readable};
+use crate::cell_plan::CellPlan;
+use crate::message::{receive, send};
+use crate::plan::CellLimits;
+use crate::spawner_process::{CONTROL_FD, PROTOCOL, spec_of};
+
+/// Serves as the spawner process of the host that executed this process with its fd 3 the
+/// spawner's socket: never returns. The host's executable calls it when its arguments say so
+/// (`code_runtime_worker_thread::serve_cell_if_asked` does for V8 cells).
+///
+/// It must run before the process starts any thread: each cell's parent-death signal follows
+/// the thread that started it, and this one serves on the main thread until the host is gone.
+pub fn serve() -> ! {
+    // SAFETY: `_exit` ends a process whose cells end with it (their parent-death signal).
+    unsafe { libc::_exit(serve_until_gone()) }
+}
+
+fn serve_until_gone() -> libc::c_int {
+    // SAFETY: fstat on a descriptor number, with a buffer it fills.
+    let is_socket = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(CONTROL_FD, &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFSOCK
+    };
+    if !is_socket {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "code-runtime spawner process: started by a host with its socket as fd 3, not by hand"
+        );
+        return 2;
+    }
+    // SAFETY: fd 3 is the socket the host gave this process, owned by nothing else here.
+    let control = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    let Some(plan) = hello(&control) else { return 2 };
+    let mut cells: Vec<(Cell, OwnedFd)> = Vec::new();
+    loop {
+        let mut polled: Vec<libc::pollfd> = std::iter::once(control.as_raw_fd())
+            .chain(cells.iter().map(|(cell, _)| cell.pidfd().as_raw_fd()))
+            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .collect();
+        // SAFETY: poll on pollfds we own, as many as the slice holds.
+        let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, -1) };
+        if ready < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return 1;
+        }
+        // Ended cells first (from the last, so the indices of the others hold).
+        for index in (1..polled.len()).rev() {
+            if polled[index].revents == 0 {
+                continue;
+            }
+            let (mut cell, report) = cells.swap_remove(index - 1);
+            let exit = cell.wait().unwrap_or(cell::CellExit::Killed(libc::SIGKILL));
+            let _ = send(report.as_fd(), exit_report(exit).as_bytes(), &[]);
+        }
+        if polled[0].revents != 0 {
+            let Ok((message, fds)) = receive(control.as_fd(), 5) else { return 1 };
+            if message.is_empty() && fds.is_empty() {
+                return 0; // The host is gone.
+            }
+            if let Some(started) = serve_request(&plan, &message, fds) {
+                cells.push(started);
+            }
+        }
+    }
+}
+
+/// Reads the host's hello and plans its cells; answers `ready` or `failed`.
+fn hello(control: &OwnedFd) -> Option<CellPlan> {
+    readable(control, -1);
+    let (message, _) = receive(control.as_fd(), 0).ok()?;
+    let json: JsonValue = serde_json::from_slice(&message).ok()?;
+    let answer = if json.get("protocol").and_then(JsonValue::as_str) != Some(PROTOCOL) {
+        Err(format!("this spawner speaks {PROTOCOL}"))
+    } else {
+        match json.get("spec").and_then(spec_of) {
+            Some(spec) => CellPlan::new(&spec).map_err(|error| error.to_string()),
+            None => Err("a hello without a cell spec".to_owned()),
+        }
+    };
+    let (said, plan) = match answer {
+        Ok(plan) => (format!("ready {:?}", plan.containment()), Some(plan)),
+        Err(why) => (format!("failed {why}"), None),
+    };
+    send(control.as_fd(), said.as_bytes(), &[]).ok()?;
+    plan
+}
+
+/// Starts the cell a request asks for; answers on its report socket.
+fn serve_request(plan: &CellPlan, message: &[u8], fds: Vec<OwnedFd>) -> Option<(Cell, OwnedFd)> {
+    let Ok([stdin, stdout, stderr, channel, report]) = <[OwnedFd; 5]>::try_from(fds) else {
+        return None; // Not from our host: it always sends five.
+    };
+    let refuse = |why: String| drop(send(report.as_fd(), format!("failed {why}").as_bytes(), &[]));
+    let json: Option<JsonValue> = serde_json::from_slice(message).ok();
+    let limits = json.as_ref().and_then(|json| json.get("limits")?.as_array().cloned());
+    let number = |index: usize| limits.as_ref()?.get(index)?.as_u64();
+    let outer = json.as_ref().and_then(|json| json.get("outer")?.as_u64());
+    let (
+        Some(memory_bytes),
+        Some(cpu_seconds),
+        Some(processes),
+        Some(open_files),
+        Some(file_bytes),
+    ) = (number(0), number(1), number(2), number(3), number(4))
+    else {
+        refuse("a request without the cell's limits".to_owned());
+        return None;
+    };
+    let Some(outer) = outer.and_then(|outer| u32::try_from(outer).ok()) else {
+        refuse("a request without the cell's outer uid".to_owned());
+        return None;
+    };
+    let limits = CellLimits { memory_bytes, cpu_seconds, processes, open_files, file_bytes };
+    let io = CellIo { stdin, stdout, stderr, channel };
+    match cell::start(&plan.plan, io, &limits, false, outer) {
+        Ok(cell) => {
+            let pidfds: Vec<libc::c_int> = std::iter::once(cell.pidfd())
+                .chain(cell.worker_pidfd())
+                .map(|fd| fd.as_raw_fd())
+                .collect();
+            if send(report.as_fd(), b"ready", &pidfds).is_err() {
+                // The host gave up on this cell (it waited too long): nobody would end it.
+                let mut cell = cell;
+                cell.kill();
+                return Some((cell, report));
+            }
+            Some((cell, report))
+        }
+        Err(error) => {
+            refuse(error.to_string());
+            None
+        }
+    }
+}
