@@ -31,6 +31,10 @@ pub(crate) struct Args {
     /// One JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// The interpreter of the Python figures, possibly a virtual environment's [default:
+    /// python3]; when it imports pandas, a preloaded pandas is measured too.
+    #[arg(long, value_name = "PATH")]
+    python: Option<std::path::PathBuf>,
 }
 
 pub(crate) fn main(args: &Args) -> Result<ExitCode, Failure> {
@@ -45,7 +49,11 @@ pub(crate) fn main(args: &Args) -> Result<ExitCode, Failure> {
     // Python first: every run forks this process, and a fork copies the page tables of whatever
     // V8 has mapped here by then, which adds milliseconds per Python run once TypeScript ran.
     if language != "typescript" {
-        python_figures(&tokio, samples, quick, &mut report)?;
+        let base = PythonConfig {
+            interpreter: args.python.clone().unwrap_or(PythonConfig::default().interpreter),
+            ..PythonConfig::default()
+        };
+        python_figures(&tokio, &base, (samples, quick), &mut report)?;
     }
     if language != "python" {
         typescript_figures(&tokio, samples, quick, &mut report)?;
@@ -73,13 +81,13 @@ pub(crate) fn main(args: &Args) -> Result<ExitCode, Failure> {
 /// The Python figures, and the bare interpreter's start as their baseline.
 fn python_figures(
     tokio: &tokio::runtime::Runtime,
-    samples: usize,
-    quick: bool,
+    base: &PythonConfig,
+    (samples, quick): (usize, bool),
     report: &mut JsonValue,
 ) -> Result<(), Failure> {
     // The figures of the table in the default configuration: a cell per run, forked from the
     // zygote, two forked ahead of the runs (one started ahead without a zygote).
-    let python = PythonCodeRuntime::new(PythonConfig::default())?;
+    let python = PythonCodeRuntime::new(base.clone())?;
     let zygote = python.containment().zygote;
     let bare = bare_python(python.executable(), samples);
     let runtime: Arc<dyn CodeRuntime> = Arc::new(python);
@@ -103,7 +111,7 @@ fn python_figures(
     drop(runtime);
     // None made ahead: each run waits for its fork of the zygote.
     if zygote {
-        let forked = PythonConfig { warm_cell: false, ..PythonConfig::default() };
+        let forked = PythonConfig { warm_cell: false, ..base.clone() };
         let forked: Arc<dyn CodeRuntime> = Arc::new(PythonCodeRuntime::new(forked)?);
         let (p50, p99) = tokio.block_on(trivial_runs(&forked, samples / 3, Duration::ZERO));
         figures["trivial_run_forked_ms"] = json!({
@@ -113,7 +121,7 @@ fn python_figures(
         report["ratios"]["py_forked_trivial_vs_bare_python"] = json!(ms(p50) / bare);
     }
     // Without the zygote: each cell starts its interpreter.
-    let scratch = PythonConfig { warm_cell: false, zygote: false, ..PythonConfig::default() };
+    let scratch = PythonConfig { warm_cell: false, zygote: false, ..base.clone() };
     let scratch: Arc<dyn CodeRuntime> = Arc::new(PythonCodeRuntime::new(scratch)?);
     let (p50, p99) = tokio.block_on(trivial_runs(&scratch, samples / 3, Duration::ZERO));
     drop(scratch);
@@ -123,6 +131,7 @@ fn python_figures(
     });
     report["ratios"]["py_scratch_trivial_vs_bare_python"] = json!(ms(p50) / bare);
     figures["sandbox_layers_ms"] = tokio.block_on(sandbox_layers(samples / 3));
+    figures["preload_pandas"] = tokio.block_on(preloaded_pandas(base, samples / 3));
     report["python"] = figures;
     Ok(())
 }
@@ -339,19 +348,60 @@ async fn trivial_runs(
     samples: usize,
     pause: Duration,
 ) -> (Duration, Duration) {
-    let trivial = "return 1";
+    runs(runtime, "return 1", samples, pause).await
+}
+
+/// p50 and p99 of `program` run `samples` times, `pause` before each, after five to warm up.
+async fn runs(
+    runtime: &Arc<dyn CodeRuntime>,
+    program: &str,
+    samples: usize,
+    pause: Duration,
+) -> (Duration, Duration) {
     for _ in 0..5 {
-        let _ = runtime.run(CodeRunRequest::new(trivial)).await;
+        let _ = runtime.run(CodeRunRequest::new(program)).await;
     }
     let mut times = Vec::with_capacity(samples);
     for _ in 0..samples {
         tokio::time::sleep(pause).await;
         let start = Instant::now();
-        let result = runtime.run(CodeRunRequest::new(trivial)).await;
+        let result = runtime.run(CodeRunRequest::new(program)).await;
         times.push(start.elapsed());
-        assert!(result.is_ok_and(|r| r.is_ok()), "a trivial run failed");
+        assert!(result.is_ok_and(|r| r.is_ok()), "a run of the bench failed: {program}");
     }
     percentiles(&mut times)
+}
+
+/// A program that builds a 1 000-row DataFrame and sums a column, on a provider that preloads
+/// pandas (DESIGN.md §18), beside that provider's trivial run (the bar: 2x) and the memory of
+/// its runs waiting on a call beside the same without preload (the bar: within 2 MB). Reported as
+/// skipped when the interpreter has no pandas.
+async fn preloaded_pandas(base: &PythonConfig, samples: usize) -> JsonValue {
+    const PROGRAM: &str =
+        "import pandas as pd\ndf = pd.DataFrame({'a': range(1000)})\nreturn int(df['a'].sum())";
+    let preload = PythonConfig { preload: vec!["pandas".to_owned()], ..base.clone() };
+    let preloaded: Arc<dyn CodeRuntime> = match PythonCodeRuntime::new(preload) {
+        Ok(runtime) => Arc::new(runtime),
+        Err(error) => return json!({"skipped": error.to_string()}),
+    };
+    let (trivial, _) = runs(&preloaded, "return 1", samples, Duration::ZERO).await;
+    let (p50, p99) = runs(&preloaded, PROGRAM, samples, Duration::ZERO).await;
+    let idle = idle_memory(&preloaded).await;
+    preloaded.dispose().await;
+    let plain: Arc<dyn CodeRuntime> = match PythonCodeRuntime::new(base.clone()) {
+        Ok(runtime) => Arc::new(runtime),
+        Err(error) => return json!({"skipped": error.to_string()}),
+    };
+    let plain_idle = idle_memory(&plain).await;
+    plain.dispose().await;
+    json!({
+        "dataframe_run_ms": {"p50": ms(p50), "p99": ms(p99), "n": samples},
+        "trivial_run_ms": {"p50": ms(trivial), "n": samples},
+        "ratio_vs_trivial": ms(p50) / ms(trivial),
+        "idle_run_rss_mb": idle,
+        "idle_run_rss_mb_without": plain_idle,
+        "mode": "pandas preloaded in the zygote; a 1 000-row DataFrame built and a column summed, back to back",
+    })
 }
 
 /// What each layer of the sandbox costs a trivial Python run that starts its own cell (no warm
@@ -602,6 +652,26 @@ fn language_table(
     }
 }
 
+/// The preloaded pandas figures (Python's), if measured.
+fn preload_lines(out: &mut String, pandas: &JsonValue) {
+    if let Some(why) = pandas["skipped"].as_str() {
+        out.push_str(&format!("  preloaded pandas   not measured: {why}\n"));
+        return;
+    }
+    let Some(p50) = pandas["dataframe_run_ms"]["p50"].as_f64() else { return };
+    let number = |value: &JsonValue| value.as_f64().unwrap_or(f64::NAN);
+    out.push_str(&format!(
+        "  preloaded pandas   p50 {p50:>8.2} ms  {:.2}x its trivial run {:.2} ms (bar <= 2x; a 1 000-row DataFrame summed)\n",
+        number(&pandas["ratio_vs_trivial"]),
+        number(&pandas["trivial_run_ms"]["p50"]),
+    ));
+    out.push_str(&format!(
+        "  idle, preloaded    {:>8.2} MB  without preload {:.2} MB (bar: within 2 MB)\n",
+        number(&pandas["idle_run_rss_mb"]),
+        number(&pandas["idle_run_rss_mb_without"]),
+    ));
+}
+
 fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
@@ -621,6 +691,7 @@ fn table(report: &JsonValue) -> String {
     ] {
         if let Some(figures) = report.get(language) {
             language_table(&mut out, report, language, figures, (bar_trivial, bar_rtt));
+            preload_lines(&mut out, &figures["preload_pandas"]);
         }
     }
     let baseline = |key: &str| {

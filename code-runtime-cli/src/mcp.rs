@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use code_runtime::{CodeRuntime, Language};
 use code_runtime_fixtures::{BindingsFile, Recorder, load_bindings};
 use code_runtime_worker_thread::Isolation;
 use rmcp::ServiceExt;
@@ -147,14 +148,15 @@ async fn serve(
         upstreams.push(upstream);
     }
     namespaces.append(&mut file.namespaces);
-    let catalogue = Catalogue {
+    let mut catalogue = Catalogue {
         namespaces,
         values: file.values,
         call_tool: file.call_tool,
         result_bytes: config.result_bytes,
+        python_packages: Vec::new(),
     };
     let outcome = async {
-        let runtimes = runtimes(&config)?;
+        let runtimes = runtimes(&config, &mut catalogue)?;
         // A server that pauses runs signs their checkpoints; any replica with the same key
         // (`$CODE_RUNTIME_CHECKPOINT_KEY`) resumes them.
         let pausing = match config.approval_fallback {
@@ -208,21 +210,27 @@ async fn close(upstreams: &[Arc<Upstream>]) {
     }
 }
 
-/// One provider per configured language, warm: a server runs many programs.
-fn runtimes(config: &McpConfig) -> Result<Runtimes, Failure> {
-    config
-        .languages
-        .iter()
-        .map(|language| {
-            // Shrinking results: the output budget stops no run, the shrink target replaces it.
-            let limits = match config.result_bytes {
-                Some(_) => crate::run::shrinking(config.limits),
-                None => config.limits,
-            };
-            let runtime = crate::run::provider(*language, limits, Isolation::Process, true)?;
-            Ok((*language, runtime))
-        })
-        .collect()
+/// One provider per configured language, warm: a server runs many programs. The packages
+/// Python programs can import (its virtual environment's) go into `catalogue`.
+fn runtimes(config: &McpConfig, catalogue: &mut Catalogue) -> Result<Runtimes, Failure> {
+    // Shrinking results: the output budget stops no run, the shrink target replaces it.
+    let limits = match config.result_bytes {
+        Some(_) => crate::run::shrinking(config.limits),
+        None => config.limits,
+    };
+    let mut runtimes: Runtimes = Vec::new();
+    for language in &config.languages {
+        let runtime: Arc<dyn CodeRuntime> = match language {
+            Language::Python => {
+                let python = crate::run::python_provider(limits, true, &config.python)?;
+                catalogue.python_packages = python.packages().to_vec();
+                Arc::new(python)
+            }
+            _ => crate::run::provider(*language, limits, Isolation::Process, true, &config.python)?,
+        };
+        runtimes.push((*language, runtime));
+    }
+    Ok(runtimes)
 }
 
 /// Serves one client on stdin and stdout until stdin closes or a signal comes.

@@ -108,6 +108,28 @@ pub(crate) struct Options {
     /// made once in the user's cache directory]
     #[arg(long, value_name = "FILE")]
     checkpoint_key: Option<PathBuf>,
+    /// Python: the interpreter, possibly a virtual environment's, whose site-packages the cell
+    /// sees read-only [default: python3]
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+    /// Python: modules imported before the program starts (in the zygote, for a server), e.g.
+    /// numpy,pandas
+    #[arg(long, value_name = "MOD,..", value_delimiter = ',')]
+    preload: Vec<String>,
+}
+
+/// The Python interpreter and the modules it preloads (`--python`, `--preload`, the MCP config's
+/// `"python"`): the defaults when nothing is given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PythonSetup {
+    pub(crate) interpreter: Option<PathBuf>,
+    pub(crate) preload: Vec<String>,
+}
+
+impl PythonSetup {
+    fn given(&self) -> bool {
+        self.interpreter.is_some() || !self.preload.is_empty()
+    }
 }
 
 pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
@@ -135,6 +157,11 @@ pub(crate) fn execute(
         None => BindingsFile::default(),
     };
     let isolation = isolation(options.isolation.as_deref(), language)?;
+    let python =
+        PythonSetup { interpreter: options.python.clone(), preload: options.preload.clone() };
+    if python.given() && language != Language::Python {
+        return Err(Failure::Misuse("--python and --preload are for Python programs".to_owned()));
+    }
     // A key only where the run may pause, or resumes a checkpoint it must verify.
     let key = match (&options.checkpoint, &request.resume) {
         (None, None) => None,
@@ -143,7 +170,7 @@ pub(crate) fn execute(
     let checkpoint = options.checkpoint.as_deref().map(CheckpointFile::create).transpose()?;
     let truncate = truncation(options, &limits);
     let provided = if truncate.is_some() { shrinking(limits) } else { limits };
-    let runtime = provider(language, provided, isolation, false)?;
+    let runtime = provider(language, provided, isolation, false, &python)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -297,24 +324,18 @@ fn isolation(isolation: Option<&str>, language: Language) -> Result<Isolation, F
 /// zygote and TypeScript's from a spawner process (for a server: `run` makes one run, then
 /// exits, so a cell started ahead would only be thrown away, a zygote costs an interpreter's
 /// start before its fork, and a spawner process an `exec` beside the run). Invalid limits
-/// are misuse; a Python that cannot run programs, or a sandbox this machine cannot give, is the
-/// host's failure.
+/// are misuse, and so is an interpreter or a preload the user named that cannot serve; the
+/// default Python that cannot run programs, or a sandbox this machine cannot give, is the host's
+/// failure.
 pub(crate) fn provider(
     language: Language,
     limits: Limits,
     isolation: Isolation,
     warm: bool,
+    python: &PythonSetup,
 ) -> Result<Arc<dyn CodeRuntime>, Failure> {
     Ok(match language {
-        Language::Python => {
-            let config =
-                PythonConfig { limits, warm_cell: warm, zygote: warm, ..PythonConfig::default() };
-            match PythonCodeRuntime::new(config) {
-                Ok(runtime) => Arc::new(runtime),
-                Err(PythonError::Config(error)) => return Err(Failure::Misuse(error.to_string())),
-                Err(error) => return Err(Failure::Internal(error.to_string())),
-            }
-        }
+        Language::Python => Arc::new(python_provider(limits, warm, python)?),
         _ => {
             let config = WorkerThreadConfig {
                 limits,
@@ -334,6 +355,30 @@ pub(crate) fn provider(
                 Err(error) => return Err(Failure::Internal(error.to_string())),
             }
         }
+    })
+}
+
+/// The Python provider of [`provider`].
+pub(crate) fn python_provider(
+    limits: Limits,
+    warm: bool,
+    python: &PythonSetup,
+) -> Result<PythonCodeRuntime, Failure> {
+    let defaults = PythonConfig::default();
+    let config = PythonConfig {
+        limits,
+        warm_cell: warm,
+        zygote: warm,
+        interpreter: python.interpreter.clone().unwrap_or(defaults.interpreter.clone()),
+        preload: python.preload.clone(),
+        ..defaults
+    };
+    PythonCodeRuntime::new(config).map_err(|error| match error {
+        PythonError::Config(error) => Failure::Misuse(error.to_string()),
+        error @ PythonError::Interpreter { .. } if python.given() => {
+            Failure::Misuse(error.to_string())
+        }
+        error => Failure::Internal(error.to_string()),
     })
 }
 

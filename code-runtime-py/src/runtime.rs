@@ -126,11 +126,13 @@ struct Options {
     limits: Limits,
     cell_executable: Option<PathBuf>,
     interpreter: Option<PathBuf>,
+    preload: Vec<String>,
     warm: bool,
 }
 
 fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
-    let Options { language, isolation, limits, cell_executable, interpreter, warm } = options;
+    let Options { language, isolation, limits, cell_executable, interpreter, preload, warm } =
+        options;
     match language {
         Language::Python => {
             if isolation.as_deref().is_some_and(|isolation| isolation != "process") {
@@ -138,7 +140,8 @@ fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
                     "isolation must be \"process\" for Python: it always runs in a sandbox cell",
                 ));
             }
-            let mut config = PythonConfig { limits, warm_cell: warm, ..PythonConfig::default() };
+            let mut config =
+                PythonConfig { limits, warm_cell: warm, preload, ..PythonConfig::default() };
             if let Some(interpreter) = interpreter {
                 config.interpreter = interpreter;
             }
@@ -158,6 +161,9 @@ fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
                     )));
                 }
             };
+            if !preload.is_empty() {
+                return Err(contract_error("preload is for Python runs"));
+            }
             if isolation == Isolation::Process && cell_executable.is_none() {
                 return Err(contract_error(
                     "TypeScript with process isolation needs the `code-runtime` executable that \
@@ -184,7 +190,7 @@ fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
 #[pymethods]
 impl NativeRuntime {
     #[new]
-    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, warm = true, checkpoint_key = None))]
+    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, preload = Vec::new(), warm = true, checkpoint_key = None))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
     fn new(
         py: Python<'_>,
@@ -193,6 +199,7 @@ impl NativeRuntime {
         limits: Option<&Bound<'_, PyDict>>,
         cell_executable: Option<PathBuf>,
         interpreter: Option<PathBuf>,
+        preload: Vec<String>,
         warm: bool,
         checkpoint_key: Option<Vec<u8>>,
     ) -> PyResult<Self> {
@@ -200,7 +207,8 @@ impl NativeRuntime {
         let checkpoint_key =
             checkpoint_key.map(CheckpointKey::new).transpose().map_err(contract_error)?;
         let limits = provider_limits(limits)?;
-        let options = Options { language, isolation, limits, cell_executable, interpreter, warm };
+        let options =
+            Options { language, isolation, limits, cell_executable, interpreter, preload, warm };
         // Starting may start a cell and wait for it: not with the GIL held.
         let runtime = py.detach(|| start(options))?;
         Ok(Self { runtime, checkpoint_key })

@@ -3,6 +3,7 @@
 import asyncio
 import dataclasses
 import datetime
+import pathlib
 import threading
 from typing import Any, Dict, List
 
@@ -536,3 +537,28 @@ def test_a_sync_close_inside_the_loop_of_a_cancelled_run() -> None:
         assert rt.closed
 
     run(main())
+
+
+#: The virtual environment with numpy and pandas that `cargo xtask test` installs from
+#: python-packages/requirements.txt.
+VENV_PYTHON = pathlib.Path(__file__).resolve().parents[2] / "python-packages/.venv/bin/python"
+
+
+def test_a_virtual_environments_packages_preloaded() -> None:
+    assert VENV_PYTHON.exists(), f"{VENV_PYTHON} is missing: `cargo xtask test` installs it"
+
+    async def main() -> List[Any]:
+        async with Runtime("python", python=str(VENV_PYTHON), preload=["pandas"]) as rt:
+            result = await rt.run(
+                "import sys\nloaded = 'pandas' in sys.modules\nimport pandas as pd\n"
+                "return [loaded, int(pd.DataFrame({'a': range(10)})['a'].sum())]"
+            )
+            assert result.error is None, result.error
+            value: List[Any] = result.value
+            return value
+
+    assert run(main()) == [True, 45]
+    with pytest.raises(ContractError):
+        Runtime("typescript", isolation="thread", preload=["numpy"])
+    with pytest.raises(ContractError):
+        Runtime("python", preload=["not a module"])

@@ -41,10 +41,23 @@ _recipe = _scope["_loads"](_control.recv(1 << 20))
 _SYS = _recipe["syscalls"]
 _FLAGS = _recipe["flags"]
 _SECCOMP = [bytes.fromhex(program) for program in _recipe["seccomp"]]
-# What the fork server adds to the interpreter with the bootstrap loaded (ctypes and its
-# library): a run's address-space limit grants it on top, so a program has the room it would
-# have in a cell started from scratch.
+# What the fork server adds to the interpreter with the bootstrap loaded (the preloaded modules,
+# ctypes and its library): a run's address-space limit grants it on top, so a program has at least
+# the room it would have in a cell started from scratch.
 _bare = _address_space()
+# The host's preloaded modules (`_PRELOAD`, set ahead of this file): imported once here, so every
+# fork has them in memory; what they map is granted on top of a run's limit, as ctypes is.
+for _name in globals().get("_PRELOAD", ()):
+    __import__(_name)
+try:
+    _threads = len(posix.listdir("/proc/self/task"))
+except OSError:
+    _threads = 1  # No /proc of its own to look in: nothing to go by.
+if _threads > 1:
+    # A fork keeps only the thread that forked: a module's threads would be missing in every
+    # run, with whatever locks they held. Cells then start from scratch.
+    sys.stderr.write("the preloaded modules started threads: a zygote cannot fork safely\n")
+    posix._exit(78)
 import ctypes  # noqa: E402
 import os  # noqa: E402
 
@@ -266,6 +279,11 @@ def _become_program(report, ok, fds, run):
         _landlock(_recipe["landlock"])
     for _buffer, fprog in _FILTERS:
         _seccomp(fprog)
+    # A preloaded numpy's global generator was seeded once, in the zygote: each run draws its
+    # own numbers, as `random` does after a fork.
+    _numpy_random = sys.modules.get("numpy.random")
+    if _numpy_random is not None:
+        _numpy_random.seed()
     # The zygote's environment was emptied at its start: HOME is the run's one variable.
     os.environ["HOME"] = run["work"]
     posix.environ[b"HOME"] = run["work"].encode()

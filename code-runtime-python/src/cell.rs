@@ -20,12 +20,15 @@ use crate::{PythonConfig, PythonError};
 pub(crate) struct PythonCell {
     plan: CellPlan,
     max_processes: u32,
+    /// What the zygote runs before its fork server (see [`command::packages`]).
+    zygote_prefix: String,
 }
 
 impl PythonCell {
     /// Plans the cells of runs of `probe`'s interpreter.
     pub(crate) fn new(probe: &Probe, config: &PythonConfig) -> Result<Self, PythonError> {
-        Self::with_script(probe, config, &command::loader())
+        let packages = command::packages(&probe.site, &config.preload, true);
+        Self::with_script(probe, config, &format!("{packages}{}", command::loader()))
     }
 
     fn with_script(
@@ -41,7 +44,8 @@ impl PythonCell {
             machine_cache: config.probe_cache.dir(),
         };
         let plan = CellPlan::new(&spec)?;
-        Ok(Self { plan, max_processes: config.max_processes })
+        let zygote_prefix = command::packages(&probe.site, &config.preload, false);
+        Ok(Self { plan, max_processes: config.max_processes, zygote_prefix })
     }
 
     /// The layers that hold for every run.
@@ -66,7 +70,8 @@ impl PythonCell {
     /// Starts a zygote of this plan's cells: the interpreter running the fork server, handed
     /// the bootstrap.
     pub(crate) async fn zygote(&self, probe: &Probe) -> Result<Zygote, SandboxError> {
-        let args = command::cell_args(&probe.executable, command::ZYGOTE);
+        let script = format!("{}{}", self.zygote_prefix, command::ZYGOTE);
+        let args = command::cell_args(&probe.executable, &script);
         Zygote::start(&self.plan, &args, probe.bootstrap.prelude.clone()).await
     }
 
@@ -74,12 +79,17 @@ impl PythonCell {
     /// and checks that it gets as far as importing what the bootstrap imports: a build that needs
     /// a file the probe did not find fails here, at construction, not in every run.
     pub(crate) fn check(probe: &Probe, config: &PythonConfig) -> Result<(), PythonError> {
-        const SCRIPT: &str = "import json, marshal, posix, sys\nsys.stdout.write('ok')";
+        // The host's packages as a run's cell readies them: a module that cannot be preloaded
+        // is found here.
+        let script = format!(
+            "{}import json, marshal, posix, sys\nsys.stdout.write('ok')",
+            command::packages(&probe.site, &config.preload, true)
+        );
         let invalid = |why: String| PythonError::Interpreter {
             interpreter: config.interpreter.clone(),
             why: format!("it does not start in its sandbox cell: {why}"),
         };
-        let cell = Self::with_script(probe, config, SCRIPT)?;
+        let cell = Self::with_script(probe, config, &script)?;
         let (stdout_read, stdout_write) =
             code_runtime_sandbox::pipe(false).map_err(|error| invalid(error.to_string()))?;
         let (stderr_read, stderr_write) =

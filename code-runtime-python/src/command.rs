@@ -7,7 +7,7 @@
 //! `disallowed-methods` bans `Command::new` elsewhere).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The frame protocol's channel: the child's fd 3.
@@ -69,4 +69,38 @@ pub(crate) fn loader() -> String {
          n = 10 + int(b[:10])\n\
          exec(marshal.loads(b[10:n]), {{'__name__': '__main__', '_FD': {PROTOCOL_FD}, '_PRELUDE': b[n:]}})"
     )
+}
+
+/// Python that readies a process for the host's packages before anything else runs in it: a
+/// virtual environment's `site` directories added to `sys.path` as `site` would (`.pth` files
+/// included; the interpreter runs with `-S`, which skips them), the math libraries held to one
+/// thread each (they read these variables once, as they load), then the `preload` modules
+/// imported, or, for the zygote, named in `_PRELOAD` for it to import once it has measured
+/// itself. Empty when there is nothing to do.
+pub(crate) fn packages(site: &[PathBuf], preload: &[String], import_now: bool) -> String {
+    let mut code = String::new();
+    if !site.is_empty() {
+        let dirs: Vec<String> = site.iter().map(|dir| python_str(&dir.to_string_lossy())).collect();
+        code.push_str("import posix\n");
+        code.push_str(
+            "for _name in (b'OPENBLAS_NUM_THREADS', b'OMP_NUM_THREADS', b'MKL_NUM_THREADS'):\n",
+        );
+        code.push_str("    posix.putenv(_name, b'1')\n");
+        code.push_str("import site\n");
+        code.push_str(&format!("for _dir in [{}]:\n", dirs.join(", ")));
+        code.push_str("    site.addsitedir(_dir)\n");
+    }
+    let modules: Vec<String> = preload.iter().map(|module| python_str(module)).collect();
+    if !import_now {
+        code.push_str(&format!("_PRELOAD = [{}]\n", modules.join(", ")));
+    } else if !modules.is_empty() {
+        code.push_str(&format!("for _name in [{}]:\n", modules.join(", ")));
+        code.push_str("    __import__(_name)\n");
+    }
+    code
+}
+
+/// `text` as a Python string literal: JSON's escapes are Python's.
+fn python_str(text: &str) -> String {
+    code_runtime::json::encode(&code_runtime::json::JsonValue::from(text))
 }

@@ -27,7 +27,24 @@ pub struct PythonConfig {
     /// The interpreter: a path, or a name looked up in `PATH` (default `python3`). Resolved once at
     /// construction to the real executable (`sys.executable`), so version-manager shims are not
     /// paid per run. CPython 3.9 or newer.
+    ///
+    /// A virtual environment's interpreter (`.venv/bin/python`) brings its packages: the
+    /// environment's `site-packages` is granted read-only in every cell (nothing else of the
+    /// environment, nothing writable) and added to the program's `sys.path` as `site` would
+    /// (its `.pth` files included). Binary wheels such as numpy's work; their math libraries run
+    /// one thread (`OPENBLAS_NUM_THREADS`, `OMP_NUM_THREADS` and `MKL_NUM_THREADS` are 1 in the
+    /// cell), so a run stays within its process count on any machine.
     pub interpreter: PathBuf,
+    /// Modules every run starts with imported (default none), e.g. `["numpy", "pandas"]`:
+    /// imported once in the [`zygote`](Self::zygote), so each run's fork has them in memory
+    /// without paying for the import, and nothing a run does to them reaches another run (each
+    /// is a fresh fork). Without a zygote each cell imports them as it starts, ahead of its run
+    /// when it is [started ahead](Self::warm_cell). A module that cannot be imported is an error
+    /// at construction. With a zygote, what they map is granted on top of a run's address-space
+    /// limit, as the interpreter's own start is. A preloaded module must not start threads (a
+    /// zygote with threads cannot fork safely: it is not used then, and cells start from
+    /// scratch).
+    pub preload: Vec<String>,
     /// The longest line either side may write on fd 3, in bytes. A longer line from the child is a
     /// protocol violation that ends the run as `worker-exit`. `None` (the default) derives it from
     /// the output budget: `2 × max_output_bytes + 1 MiB`, which every honest frame fits (the child
@@ -101,6 +118,7 @@ impl Default for PythonConfig {
         Self {
             limits: Limits::default(),
             interpreter: PathBuf::from("python3"),
+            preload: Vec::new(),
             max_frame_bytes: None,
             sandbox: SandboxOptions::default(),
             max_processes: DEFAULT_MAX_PROCESSES,
@@ -134,6 +152,19 @@ impl PythonConfig {
                 "must be at least 2",
                 self.max_processes,
             ));
+        }
+        for module in &self.preload {
+            let identifier = |part: &str| {
+                part.chars().next().is_some_and(|first| first.is_alphabetic() || first == '_')
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            };
+            if !module.split('.').all(identifier) {
+                return Err(ConfigError::new(
+                    "preload",
+                    "must name modules (dotted Python identifiers)",
+                    module,
+                ));
+            }
         }
         if let Some(frame) = self.max_frame_bytes {
             let floor = self.output_bytes().saturating_add(MIN_FRAME_BYTES);

@@ -167,6 +167,13 @@ impl PythonCodeRuntime {
         &self.host.provider().warm.launcher().probe().executable
     }
 
+    /// The distributions of the interpreter's virtual environment, `(name, version)` sorted by
+    /// name: what a program can import beyond the standard library (and [`PythonConfig::preload`]
+    /// has imported already). Empty for an interpreter that is not a virtual environment's.
+    pub fn packages(&self) -> &[(String, String)] {
+        &self.host.provider().warm.launcher().probe().packages
+    }
+
     /// The layers of the sandbox that hold for every run on this machine.
     pub fn containment(&self) -> Containment {
         self.host.provider().warm.launcher().containment()

@@ -31,6 +31,11 @@ pub(crate) struct Probe {
     /// What the interpreter reads: its executable, its standard library, the directories of the
     /// shared libraries it maps. Granted read-only to its cells.
     pub(crate) files: Vec<PathBuf>,
+    /// A virtual environment's `site-packages` directories (none for an interpreter that is not
+    /// a virtual environment's): granted read-only, and added to every run's `sys.path`.
+    pub(crate) site: Vec<PathBuf>,
+    /// The distributions installed there, `(name, version)`, sorted by name.
+    pub(crate) packages: Vec<(String, String)>,
     pub(crate) bootstrap: Bootstrap,
     /// Whether this came from the cache.
     pub(crate) cached: bool,
@@ -64,17 +69,22 @@ pub(crate) fn probe(
 fn key_settings(config: &PythonConfig) -> String {
     format!(
         "sandbox {:?}
-memory {}",
+memory {}
+preload {:?}",
         config.sandbox,
-        config.limits.memory_bytes()
+        config.limits.memory_bytes(),
+        config.preload
     )
 }
 
 fn probe_now(config: &PythonConfig) -> Result<Probe, PythonError> {
     let interpreter = &config.interpreter;
     let invalid = |why: String| PythonError::Interpreter { interpreter: interpreter.clone(), why };
-    let executable = resolve(interpreter).map_err(invalid)?;
-    let (version, files) = describe(&executable).map_err(invalid)?;
+    let Resolved { executable, site, packages } = resolve(interpreter).map_err(invalid)?;
+    let (version, mut files) = describe(&executable).map_err(invalid)?;
+    files.extend(site.iter().cloned());
+    files.sort();
+    files.dedup();
     if version < 309 {
         return Err(invalid(format!(
             "{} is Python {}.{}; 3.9 or newer is needed",
@@ -84,29 +94,32 @@ fn probe_now(config: &PythonConfig) -> Result<Probe, PythonError> {
         )));
     }
     let bootstrap = compile_bootstrap(&executable).map_err(invalid)?;
-    Ok(Probe { executable, files, bootstrap, cached: false })
+    Ok(Probe { executable, files, site, packages, bootstrap, cached: false })
 }
 
-/// The interpreter's own binary, `/proc/self/exe` as it sees it: a shim started by a bare name
-/// would report an empty `sys.executable` once the environment is cleared.
-fn resolve(interpreter: &Path) -> Result<PathBuf, String> {
-    let mut command = command::python_command(interpreter, Environment::Inherited);
-    command.args(["-c", "import posix, sys\nsys.stdout.write(posix.readlink('/proc/self/exe'))"]);
-    let output = command.output().map_err(|error| format!("cannot start it: {error}"))?;
-    let path = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() || path.is_empty() {
-        return Err(format!("it failed ({}): {}", output.status, last_line(&output.stderr)));
-    }
-    Ok(PathBuf::from(path))
-}
+/// What [`resolve`] runs with the configured interpreter.
+const RESOLVE: &str = r#"import json, os, posix, sys
+found, packages = [], []
+here = os.path.dirname(sys.executable)
+for root in (here, os.path.dirname(here)):
+    if os.path.isfile(os.path.join(root, "pyvenv.cfg")):
+        import importlib.metadata, sysconfig
+        # The layout a venv installs into (a distribution's own `site` may say otherwise of
+        # its system directories, as Debian's does).
+        scheme = "venv" if "venv" in sysconfig.get_scheme_names() else "posix_prefix"
+        paths = sysconfig.get_paths(scheme, vars={"base": root, "platbase": root,
+                                                  "installed_base": root, "installed_platbase": root})
+        found = sorted({p for p in (paths["purelib"], paths["platlib"]) if os.path.isdir(p)})
+        for dist in importlib.metadata.distributions(path=found):
+            if dist.metadata["Name"]:
+                packages.append([dist.metadata["Name"], dist.version])
+        packages.sort(key=lambda package: package[0].lower())
+        break
+sys.stdout.write(json.dumps({
+    "exe": posix.readlink("/proc/self/exe"), "site": found, "packages": packages}))"#;
 
-/// The interpreter's version (`major * 100 + minor`) and the files it reads: its executable,
-/// the entries of its `sys.path`, and the directories of every shared library it maps once the
-/// standard library's extension modules are loaded (a build under a version manager keeps
-/// `libpython` and its dependencies beside itself). The sandbox adds the system's library
-/// directories itself.
-fn describe(executable: &Path) -> Result<(u32, Vec<PathBuf>), String> {
-    const SCRIPT: &str = r#"import sys, json
+/// What [`describe`] runs with the real executable.
+const DESCRIBE: &str = r#"import sys, json
 for name in ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "zlib", "_lzma", "_bz2",
              "pyexpat", "_json", "_socket", "select", "math", "_datetime", "unicodedata",
              "_uuid", "_zoneinfo", "_asyncio", "_multiprocessing", "_posixshmem", "readline"):
@@ -125,8 +138,57 @@ sys.stdout.write(json.dumps({
     "path": [p for p in sys.path if p],
     "mapped": sorted(mapped),
 }))"#;
+
+/// The interpreter's own binary, `/proc/self/exe` as it sees it (a shim started by a bare name
+/// would report an empty `sys.executable` once the environment is cleared), and, when it is a
+/// virtual environment's (a `pyvenv.cfg` beside `sys.executable` or one directory up, which
+/// `site` would read; the probe runs with `-S`), that environment's `site-packages` directories
+/// and what is installed there. Cells run the binary itself, which knows nothing of the
+/// environment: the loader adds those directories.
+fn resolve(interpreter: &Path) -> Result<Resolved, String> {
+    let mut command = command::python_command(interpreter, Environment::Inherited);
+    command.args(["-c", RESOLVE]);
+    let output = command.output().map_err(|error| format!("cannot start it: {error}"))?;
+    let answer = json::parse(&String::from_utf8_lossy(&output.stdout)).ok();
+    let path = answer.as_ref().and_then(|answer| answer["exe"].as_str()).unwrap_or_default();
+    if !output.status.success() || path.is_empty() {
+        return Err(format!("it failed ({}): {}", output.status, last_line(&output.stderr)));
+    }
+    let site = answer.as_ref().map(|answer| strings(&answer["site"])).unwrap_or_default();
+    let packages = answer.as_ref().map(|answer| pairs(&answer["packages"])).unwrap_or_default();
+    Ok(Resolved { executable: PathBuf::from(path), site, packages })
+}
+
+/// What [`resolve`] learns: the real executable, and a virtual environment's `site-packages`
+/// directories and distributions.
+struct Resolved {
+    executable: PathBuf,
+    site: Vec<PathBuf>,
+    packages: Vec<(String, String)>,
+}
+
+/// The `[name, version]` pairs of a JSON array.
+fn pairs(list: &json::JsonValue) -> Vec<(String, String)> {
+    let pair =
+        |item: &json::JsonValue| Some((item[0].as_str()?.to_owned(), item[1].as_str()?.to_owned()));
+    list.as_array().map(|items| items.iter().filter_map(pair).collect()).unwrap_or_default()
+}
+
+/// The strings of a JSON array, as paths.
+fn strings(list: &json::JsonValue) -> Vec<PathBuf> {
+    list.as_array()
+        .map(|items| items.iter().filter_map(|item| item.as_str()).map(PathBuf::from).collect())
+        .unwrap_or_default()
+}
+
+/// The interpreter's version (`major * 100 + minor`) and the files it reads: its executable,
+/// the entries of its `sys.path`, and the directories of every shared library it maps once the
+/// standard library's extension modules are loaded (a build under a version manager keeps
+/// `libpython` and its dependencies beside itself). The sandbox adds the system's library
+/// directories itself.
+fn describe(executable: &Path) -> Result<(u32, Vec<PathBuf>), String> {
     let mut command = command::python_command(executable, Environment::Cleared);
-    command.args(["-c", SCRIPT]);
+    command.args(["-c", DESCRIBE]);
     let output = command
         .output()
         .map_err(|error| format!("{} does not start: {error}", executable.display()))?;
@@ -141,12 +203,7 @@ sys.stdout.write(json.dumps({
     let answer = json::parse(&String::from_utf8_lossy(&output.stdout))
         .map_err(|error| format!("{} answers oddly: {error}", executable.display()))?;
     let version = answer["version"].as_u64().and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
-    let listed = |key: &str| -> Vec<PathBuf> {
-        answer[key]
-            .as_array()
-            .map(|items| items.iter().filter_map(|item| item.as_str()).map(PathBuf::from).collect())
-            .unwrap_or_default()
-    };
+    let listed = |key: &str| strings(&answer[key]);
     let mut files = vec![executable.to_owned()];
     files.extend(listed("path").into_iter().chain(listed("mapped")).filter(|path| path.exists()));
     files.sort();
@@ -208,7 +265,7 @@ impl Entry {
         let found = locate(interpreter)?;
         let metadata = std::fs::metadata(&found).ok()?;
         let mut key = format!(
-            "code-runtime {}\ninterpreter {}\nfound {} {}\n{settings}\nuid {}\nbootstrap {:016x}\n",
+            "code-runtime {}\ninterpreter {}\nfound {} {}\n{settings}\nuid {}\nbootstrap {:016x}\nprobe {:016x}\n",
             env!("CARGO_PKG_VERSION"),
             interpreter.display(),
             found.display(),
@@ -216,6 +273,8 @@ impl Entry {
             // SAFETY: geteuid has no preconditions.
             unsafe { libc::geteuid() },
             hash(BOOTSTRAP),
+            // What the probe asks changes what an entry holds.
+            hash(&format!("{RESOLVE}{DESCRIBE}")),
         );
         // A script in front of the interpreter (a version manager's shim) may choose it from the
         // environment and the working directory: both become part of the key.
@@ -251,8 +310,16 @@ impl Entry {
             .iter()
             .map(|file| file.as_str().map(PathBuf::from))
             .collect::<Option<_>>()?;
+        // An entry written before the environment's directories were remembered is a miss.
+        let site = header.get("site").filter(|site| site.as_array().is_some()).map(strings)?;
+        // A package installed or removed since changes its directory.
+        if header["siteIdentity"].as_str() != Some(site_identity(&site).as_str()) {
+            return None;
+        }
+        let packages = pairs(header.get("packages")?);
         let prelude = bytes[newline + 1..].to_vec();
-        Some(Probe { executable, files, bootstrap: Bootstrap { prelude }, cached: true })
+        let bootstrap = Bootstrap { prelude };
+        Some(Probe { executable, files, site, packages, bootstrap, cached: true })
     }
 
     fn write(&self, probe: &Probe) -> std::io::Result<()> {
@@ -262,6 +329,9 @@ impl Entry {
             "executable": probe.executable.to_string_lossy(),
             "executableIdentity": identity,
             "files": probe.files.iter().map(|file| file.to_string_lossy()).collect::<Vec<_>>(),
+            "site": probe.site.iter().map(|dir| dir.to_string_lossy()).collect::<Vec<_>>(),
+            "siteIdentity": site_identity(&probe.site),
+            "packages": probe.packages.iter().map(|(name, version)| json!([name, version])).collect::<Vec<_>>(),
         });
         let header = json::encode(&header);
         code_runtime_sandbox::cache::write_private(
@@ -280,6 +350,13 @@ fn locate(interpreter: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(interpreter))
         .find(|candidate| std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file()))
+}
+
+/// The identities of a virtual environment's `site-packages` directories (an install or an
+/// uninstall changes them).
+fn site_identity(site: &[PathBuf]) -> String {
+    let each = site.iter().map(|dir| std::fs::metadata(dir).map(|metadata| identity(&metadata)));
+    each.map(|identity| identity.unwrap_or_default()).collect::<Vec<_>>().join(" ")
 }
 
 /// A file's identity and version: device, inode, size and modification time.

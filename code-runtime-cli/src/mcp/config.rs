@@ -19,6 +19,7 @@ use indexmap::IndexMap;
 
 use crate::mcp::approval::{Fallback, Policy};
 use crate::mcp::authorization::OAuth;
+use crate::run::PythonSetup;
 
 /// The config, as read and checked.
 #[derive(Debug)]
@@ -36,6 +37,8 @@ pub(crate) struct McpConfig {
     /// The bytes a result is shrunk to (`maxResultTokens` times 4, at most the output budget);
     /// `None` with `"truncate": false`.
     pub(crate) result_bytes: Option<usize>,
+    /// `python`: `{"interpreter": PATH, "preload": [MOD, ..]}`.
+    pub(crate) python: PythonSetup,
 }
 
 /// `maxResultTokens`' default: what a model reads of one result, about 24 KB.
@@ -93,7 +96,7 @@ impl McpConfig {
         let invalid = |why: String| format!("{origin}: {why}");
         let object =
             document.as_object().ok_or_else(|| invalid("expected a JSON object".into()))?;
-        const KEYS: [&str; 8] = [
+        const KEYS: [&str; 9] = [
             "servers",
             "mcpServers",
             "bindings",
@@ -102,6 +105,7 @@ impl McpConfig {
             "approvalFallback",
             "truncate",
             "maxResultTokens",
+            "python",
         ];
         if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
             return Err(invalid(format!("unknown key {} ({})", json::quote(key), KEYS.join(", "))));
@@ -155,7 +159,8 @@ impl McpConfig {
             invalid(error.strip_prefix("code-runtime: ").unwrap_or(&error).to_owned())
         })?;
         let result_bytes = result_bytes(object, &limits).map_err(invalid)?;
-        Ok(Self { servers, bindings, languages, limits, approval_fallback, result_bytes })
+        let python = python(object).map_err(invalid)?;
+        Ok(Self { servers, bindings, languages, limits, approval_fallback, result_bytes, python })
     }
 }
 
@@ -179,6 +184,29 @@ fn result_bytes(object: &JsonMap, limits: &Limits) -> Result<Option<usize>, Stri
     };
     let bytes = usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX);
     Ok(truncate.then(|| bytes.min(limits.output_bytes())))
+}
+
+/// `python`: the interpreter (a path, possibly a virtual environment's) and the modules to
+/// preload.
+fn python(object: &JsonMap) -> Result<PythonSetup, String> {
+    let Some(python) = object.get("python") else { return Ok(PythonSetup::default()) };
+    let python = python.as_object().ok_or("python must be an object")?;
+    only(python, &["interpreter", "preload"]).map_err(|why| format!("python: {why}"))?;
+    let interpreter = match python.get("interpreter") {
+        None => None,
+        Some(JsonValue::String(path)) if !path.is_empty() => Some(PathBuf::from(path)),
+        Some(_) => return Err("python: interpreter must be the path of an interpreter".into()),
+    };
+    let preload = match python.get("preload") {
+        None => Vec::new(),
+        Some(JsonValue::Array(items)) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("python: preload must be an array of module names")?,
+        Some(_) => return Err("python: preload must be an array of module names".into()),
+    };
+    Ok(PythonSetup { interpreter, preload })
 }
 
 /// Where `${VAR}` gets its value: the process environment, or a test's.
@@ -496,6 +524,34 @@ mod tests {
         assert_eq!(expand("${}"), Err("${} is not a variable name".into()));
         assert_eq!(expand("${A-B}"), Err("${A-B} is not a variable name".into()));
         assert_eq!(expand("x${TOKEN"), Err("a ${ is not closed by }".into()));
+    }
+
+    #[test]
+    fn python_names_an_interpreter_and_modules_to_preload() {
+        let parse = |text: &str| {
+            let document = code_runtime::json::parse(text).unwrap();
+            McpConfig::from_json(&document, "config.json", &environment).map(|config| config.python)
+        };
+        assert_eq!(parse("{}"), Ok(PythonSetup::default()));
+        assert_eq!(
+            parse(
+                r#"{"python": {"interpreter": "/venv/bin/python", "preload": ["numpy", "pandas"]}}"#
+            ),
+            Ok(PythonSetup {
+                interpreter: Some(PathBuf::from("/venv/bin/python")),
+                preload: vec!["numpy".to_owned(), "pandas".to_owned()],
+            })
+        );
+        for (text, why) in [
+            (r#"{"python": "/venv/bin/python"}"#, "python must be an object"),
+            (r#"{"python": {"interpreter": ""}}"#, "interpreter must be the path"),
+            (r#"{"python": {"preload": "numpy"}}"#, "preload must be an array of module names"),
+            (r#"{"python": {"preload": [1]}}"#, "preload must be an array of module names"),
+            (r#"{"python": {"venv": "x"}}"#, "python: unknown key \"venv\""),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(error.starts_with("config.json: ") && error.contains(why), "{text}: {error}");
+        }
     }
 
     #[test]

@@ -565,3 +565,38 @@ fn truncate_shrinks_what_would_fail_the_same_way_in_both_languages() {
     let output = run(&["run", &small, "--truncate"]);
     assert_eq!(stdout(&output).trim(), r#"{"logs":["hi"],"value":[1,2,3]}"#);
 }
+
+/// The virtual environment of `python-packages/` (numpy and pandas), which `cargo xtask test`
+/// installs from its lockfile.
+fn venv_python() -> String {
+    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../python-packages/.venv/bin/python");
+    assert!(python.exists(), "{} is missing: run `cargo xtask test`", python.display());
+    python.to_string_lossy().into_owned()
+}
+
+#[test]
+fn python_programs_use_a_virtual_environments_packages_preloaded_or_not() {
+    let scratch = Scratch::new("packages");
+    let program = scratch.write(
+        "sum.py",
+        "import sys\nloaded = 'pandas' in sys.modules\nimport pandas as pd\n\
+         return [loaded, int(pd.DataFrame({'a': range(1000)})['a'].sum())]",
+    );
+    let python = venv_python();
+    let output = run(&["run", &program, "--python", &python]);
+    assert_eq!(stdout(&output), "{\"logs\":[],\"value\":[false,499500]}\n", "{output:?}");
+    let output = run(&["run", &program, "--python", &python, "--preload", "numpy,pandas"]);
+    assert_eq!(stdout(&output), "{\"logs\":[],\"value\":[true,499500]}\n", "{output:?}");
+    // What the user named and cannot serve is misuse, as is naming it for TypeScript.
+    check_misuse(
+        &run(&["run", &program, "--python", &python, "--preload", "no_such_module_here"]),
+        "no_such_module_here",
+    );
+    check_misuse(&run(&["run", &program, "--preload", "os;rm"]), "preload");
+    check_misuse(&run(&["run", &program, "--python", "/nonexistent/python3"]), "/nonexistent");
+    check_misuse(
+        &run(&["run", "examples/research.ts", "--preload", "numpy"]),
+        "--python and --preload are for Python programs",
+    );
+}

@@ -55,6 +55,13 @@ fn calls_that_need_approval_ask_the_clients_user_or_pause() {
 }
 
 #[test]
+fn python_programs_get_the_configured_environments_packages_listed_for_the_model() {
+    let venv = root().join("python-packages/.venv/bin/python");
+    assert!(venv.exists(), "python-packages/ is not installed: `cargo xtask test` installs it");
+    peer_script("packages.py", &[&venv.to_string_lossy()], "all package checks passed");
+}
+
+#[test]
 fn a_config_as_mcp_clients_write_it_serves_with_headers_and_expanded_variables() {
     peer_script("gateway.py", &[], "all gateway checks passed");
 }

@@ -59,6 +59,7 @@ class NativeRuntime:
         limits: Optional[Mapping[str, Optional[int]]] = None,
         cell_executable: Optional[str] = None,
         interpreter: Optional[str] = None,
+        preload: Sequence[str] = (),
         warm: bool = True,
         checkpoint_key: Optional[bytes] = None,
     ) -> None: ...

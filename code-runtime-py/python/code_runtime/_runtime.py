@@ -221,14 +221,18 @@ class Runtime:
         limits: LimitsLike = None,
         checkpoint_key: Optional[bytes] = None,
         python: Optional[str] = None,
+        preload: Sequence[str] = (),
         cell_executable: Optional[str] = None,
         warm: bool = True,
     ) -> None:
         """``isolation``: ``"process"`` (a sandbox cell per run, the default) or, for TypeScript,
         ``"thread"`` (an isolate on a thread of this process: fastest, for trusted programs).
         ``checkpoint_key`` (16+ bytes) lets runs pause for approval and signs their checkpoints.
-        ``python`` names the interpreter Python runs use (default ``python3`` on ``PATH``).
-        ``warm`` keeps a sandbox started ahead of the next run."""
+        ``python`` names the interpreter Python runs use (default ``python3`` on ``PATH``); a
+        virtual environment's brings its packages (its ``site-packages``, read-only in the cell).
+        ``preload`` names modules every Python run starts with imported (``["pandas"]``): imported
+        once, in the zygote each run forks from. ``warm`` keeps a sandbox started ahead of the
+        next run."""
         if language not in ("python", "typescript"):
             raise ContractError(f'language must be "python" or "typescript", not {language!r}')
         executable = cell_executable
@@ -240,6 +244,7 @@ class Runtime:
             limits=_limits(limits),
             cell_executable=executable,
             interpreter=python,
+            preload=list(preload),
             warm=warm,
             checkpoint_key=checkpoint_key,
         )

@@ -7,6 +7,7 @@ mod contract;
 mod escape;
 mod host_api;
 mod hostile;
+mod packages;
 mod zygote;
 
 use std::sync::OnceLock;
