@@ -37,6 +37,8 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
             .to_owned());
     }
     ensure_user()?;
+    // The package tests import from python-packages/.venv.
+    crate::test_tools::install()?;
     let binaries = test_binaries()?;
     let home = std::env::temp_dir().join(format!("{USER}-home-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|error| format!("{}: {error}", home.display()))?;

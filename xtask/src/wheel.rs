@@ -24,6 +24,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|arg| arg == "--no-test") {
         return Ok(());
     }
+    // The suite's package test imports from python-packages/.venv.
+    crate::test_tools::install()?;
     test(&wheel, &pytest_args)
 }
 
