@@ -28,6 +28,8 @@ use crate::{contract_error, conversion, event, executor};
 pub(crate) struct NativeRuntime {
     runtime: Arc<dyn CodeRuntime>,
     checkpoint_key: Option<CheckpointKey>,
+    /// Python's: the interpreter's virtual environment's distributions, `(name, version)`.
+    packages: Vec<(String, String)>,
 }
 
 /// The limit names, as the package's `Limits` spells them.
@@ -130,7 +132,10 @@ struct Options {
     warm: bool,
 }
 
-fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
+/// A provider, and (Python's) the packages of its interpreter's virtual environment.
+type Started = (Arc<dyn CodeRuntime>, Vec<(String, String)>);
+
+fn start(options: Options) -> PyResult<Started> {
     let Options { language, isolation, limits, cell_executable, interpreter, preload, warm } =
         options;
     match language {
@@ -146,7 +151,10 @@ fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
                 config.interpreter = interpreter;
             }
             match PythonCodeRuntime::new(config) {
-                Ok(runtime) => Ok(Arc::new(runtime)),
+                Ok(runtime) => {
+                    let packages = runtime.packages().to_vec();
+                    Ok((Arc::new(runtime), packages))
+                }
                 Err(PythonError::Config(error)) => Err(contract_error(error)),
                 Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
             }
@@ -179,7 +187,7 @@ fn start(options: Options) -> PyResult<Arc<dyn CodeRuntime>> {
                 ..WorkerThreadConfig::default()
             };
             match WorkerThreadCodeRuntime::new(config) {
-                Ok(runtime) => Ok(Arc::new(runtime)),
+                Ok(runtime) => Ok((Arc::new(runtime), Vec::new())),
                 Err(WorkerThreadError::Config(error)) => Err(contract_error(error)),
                 Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
             }
@@ -210,8 +218,15 @@ impl NativeRuntime {
         let options =
             Options { language, isolation, limits, cell_executable, interpreter, preload, warm };
         // Starting may start a cell and wait for it: not with the GIL held.
-        let runtime = py.detach(|| start(options))?;
-        Ok(Self { runtime, checkpoint_key })
+        let (runtime, packages) = py.detach(|| start(options))?;
+        Ok(Self { runtime, checkpoint_key, packages })
+    }
+
+    /// Python's: what its interpreter's virtual environment holds, `(name, version)` sorted by
+    /// name; empty otherwise.
+    #[getter]
+    fn packages(&self) -> Vec<(String, String)> {
+        self.packages.clone()
     }
 
     /// `"typescript"` or `"python"`.

@@ -549,6 +549,7 @@ def test_a_virtual_environments_packages_preloaded() -> None:
 
     async def main() -> List[Any]:
         async with Runtime("python", python=str(VENV_PYTHON), preload=["pandas"]) as rt:
+            assert ("pandas", "2.3.3") in rt.packages, rt.packages
             result = await rt.run(
                 "import sys\nloaded = 'pandas' in sys.modules\nimport pandas as pd\n"
                 "return [loaded, int(pd.DataFrame({'a': range(10)})['a'].sum())]"

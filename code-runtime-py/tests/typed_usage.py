@@ -1,7 +1,7 @@
 """Checked with `mypy --strict` against the installed package: what user code looks like."""
 
 import asyncio
-from typing import List
+from typing import List, Tuple
 
 from code_runtime import (
     ApprovalRequest,
@@ -48,9 +48,10 @@ async def main() -> None:
             kind: str = result.error.kind
             print(kind, result.error.message)
         values: List[str] = result.value
-        print(declarations, values, result.logs, result.ok)
+        packages: List[Tuple[str, str]] = rt.packages
+        print(declarations, values, result.logs, result.ok, packages)
     try:
-        Runtime("python", limits=Limits(compute_ms=0))
+        Runtime("python", limits=Limits(compute_ms=0), preload=["numpy"])
     except ContractError as error:
         print(error)
 

@@ -75,8 +75,8 @@ pub(crate) fn loader() -> String {
 /// virtual environment's `site` directories added to `sys.path` as `site` would (`.pth` files
 /// included; the interpreter runs with `-S`, which skips them), the math libraries held to one
 /// thread each (they read these variables once, as they load), then the `preload` modules
-/// imported, or, for the zygote, named in `_PRELOAD` for it to import once it has measured
-/// itself. Empty when there is nothing to do.
+/// imported, or, for the zygote, named in `_PRELOAD` (empty or not) for it to import once it has
+/// measured itself. Empty for a cell when there is nothing to do.
 pub(crate) fn packages(site: &[PathBuf], preload: &[String], import_now: bool) -> String {
     let mut code = String::new();
     if !site.is_empty() {

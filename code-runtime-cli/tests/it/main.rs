@@ -599,4 +599,20 @@ fn python_programs_use_a_virtual_environments_packages_preloaded_or_not() {
         &run(&["run", "examples/research.ts", "--preload", "numpy"]),
         "--python and --preload are for Python programs",
     );
+    // What the model reads: the stubs, then the environment's packages.
+    let bindings = "examples/research.bindings.json";
+    let described =
+        run(&["describe", "--bindings", bindings, "--language", "python", "--python", &python]);
+    let text = stdout(&described);
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("# Python programs can import these packages: ")
+            && last.contains("numpy 2.2.6")
+            && last.contains("pandas 2.3.3"),
+        "{text}"
+    );
+    check_misuse(
+        &run(&["describe", "--bindings", bindings, "--python", &python]),
+        "--python is for --language python",
+    );
 }

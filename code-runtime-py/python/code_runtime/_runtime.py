@@ -262,6 +262,13 @@ class Runtime:
         return self._native.isolation
 
     @property
+    def packages(self) -> List[Tuple[str, str]]:
+        """Python: the ``(name, version)`` of each distribution in the interpreter's virtual
+        environment (what a program can import beyond the standard library), sorted by name; empty
+        for an interpreter that is not a virtual environment's, and for TypeScript."""
+        return self._native.packages
+
+    @property
     def limits(self) -> Limits:
         """The budgets of every run."""
         return Limits(**self._native.limits)
