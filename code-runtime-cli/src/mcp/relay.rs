@@ -60,6 +60,11 @@ impl Downstream {
 #[derive(Default)]
 pub(crate) struct Relay {
     state: Mutex<State>,
+    /// The last progress forwarded, with its client token. rmcp hands each notification to the
+    /// handler on a task of its own, so two of them can reach us in either order; MCP requires a
+    /// token's progress to increase, so one that does not is dropped. Held across the send, so
+    /// what is forwarded leaves in the order it was checked.
+    forwarded: tokio::sync::Mutex<Option<(ProgressToken, f64)>>,
 }
 
 #[derive(Default)]
@@ -146,6 +151,15 @@ impl RelayHandler {
     }
 }
 
+/// Whether `progress` under `token` may follow what was forwarded `last`: a token's progress
+/// only increases (NaN never does).
+fn advances(last: Option<&(ProgressToken, f64)>, token: &ProgressToken, progress: f64) -> bool {
+    match last {
+        Some((last_token, last)) if last_token == token => progress > *last,
+        _ => !progress.is_nan(),
+    }
+}
+
 /// A client's failure, as the error the upstream server gets.
 fn refused(error: ServiceError) -> ErrorData {
     match error {
@@ -193,10 +207,35 @@ impl ClientHandler for RelayHandler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        if let Some((peer, token)) = self.0.progress_route() {
-            let mut params = params;
-            params.progress_token = token;
-            let _ = peer.notify_progress(params).await;
+        let mut forwarded = self.0.forwarded.lock().await;
+        let Some((peer, token)) = self.0.progress_route() else { return };
+        if !advances(forwarded.as_ref(), &token, params.progress) {
+            return;
         }
+        *forwarded = Some((token.clone(), params.progress));
+        let mut params = params;
+        params.progress_token = token;
+        let _ = peer.notify_progress(params).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{NumberOrString, ProgressToken};
+
+    use super::advances;
+
+    #[test]
+    fn a_tokens_progress_only_increases_and_a_new_token_starts_over() {
+        let a = ProgressToken(NumberOrString::Number(1));
+        let b = ProgressToken(NumberOrString::String("b".into()));
+        assert!(advances(None, &a, 3.0));
+        assert!(!advances(None, &a, f64::NAN));
+        let last = (a.clone(), 3.0);
+        assert!(!advances(Some(&last), &a, 1.0));
+        assert!(!advances(Some(&last), &a, 3.0));
+        assert!(!advances(Some(&last), &a, f64::NAN));
+        assert!(advances(Some(&last), &a, 3.5));
+        assert!(advances(Some(&last), &b, 1.0));
     }
 }
