@@ -11,63 +11,21 @@
 //! host loop's own work needs no Python; binding calls take it back on this same thread).
 
 use std::future::Future;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use code_runtime::{CodeRunResult, ContractError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use crate::bell::Bell;
 use crate::outcome::outcome_tuple;
 
 pub(crate) type RunFuture =
     Pin<Box<dyn Future<Output = Result<CodeRunResult, ContractError>> + Send>>;
-
-/// An eventfd that makes the loop poll the run. `rung` keeps it to one write per poll.
-struct Bell {
-    fd: OwnedFd,
-    rung: AtomicBool,
-}
-
-impl Bell {
-    fn new() -> std::io::Result<Self> {
-        // SAFETY: eventfd(2) with valid flags; it returns a new descriptor or -1.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nothing else.
-        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
-    }
-
-    /// Resets the bell before a poll: a wake from here on rings again. (Resetting after reading
-    /// would lose a wake that came between the two.)
-    fn reset(&self) {
-        self.rung.store(false, Ordering::SeqCst);
-        let mut count = 0u64;
-        // SAFETY: an 8-byte read into a live u64 from the eventfd this bell owns; non-blocking,
-        // so an unrung bell returns EAGAIN at once.
-        let _ = unsafe { libc::read(self.fd.as_raw_fd(), (&raw mut count).cast(), 8) };
-    }
-}
-
-impl Wake for Bell {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if !self.rung.swap(true, Ordering::SeqCst) {
-            let one = 1u64;
-            // SAFETY: an 8-byte write from a live u64 to the eventfd this bell owns. It cannot
-            // block (the counter is far from its limit: one write per poll).
-            let _ = unsafe { libc::write(self.fd.as_raw_fd(), (&raw const one).cast(), 8) };
-        }
-    }
-}
 
 /// One run, with the callable that gets its outcome.
 #[pyclass(frozen, module = "code_runtime._native")]

@@ -14,6 +14,7 @@
 //! [`JsonValue`]: code_runtime::JsonValue
 
 mod approver;
+mod bell;
 mod conversion;
 mod driver;
 mod event;

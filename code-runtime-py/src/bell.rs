@@ -1,0 +1,56 @@
+//! [`Bell`]: a waker that makes an event loop's selector see a wake (an eventfd), for a future
+//! polled by a loop that is not a Rust executor (`driver.rs`). Kept free of Python so a test
+//! binary can include it (`tests/bell.rs`).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Wake;
+
+/// An eventfd that makes the loop poll the run. `rung` keeps it to one write per poll.
+pub(crate) struct Bell {
+    pub(crate) fd: OwnedFd,
+    rung: AtomicBool,
+}
+
+impl Bell {
+    pub(crate) fn new() -> std::io::Result<Self> {
+        // SAFETY: eventfd(2) with valid flags; it returns a new descriptor or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: AtomicBool::new(false) })
+    }
+
+    /// Resets the bell before a poll: a wake from here on rings again.
+    ///
+    /// Drains first, then clears `rung`. The other order is a lost wake-up: a wake between the
+    /// clear and the drain sets `rung` and writes, the drain eats its write, and the bell is
+    /// left rung with nothing to read, deaf to every later wake (the loop never polls the run
+    /// again). In this order a wake between the two finds `rung` still set and does not write,
+    /// which loses nothing: the poll that follows the reset sees what it woke for.
+    pub(crate) fn reset(&self) {
+        let mut count = 0u64;
+        // SAFETY: an 8-byte read into a live u64 from the eventfd this bell owns; non-blocking,
+        // so an unrung bell returns EAGAIN at once.
+        let _ = unsafe { libc::read(self.fd.as_raw_fd(), (&raw mut count).cast(), 8) };
+        self.rung.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Wake for Bell {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.rung.swap(true, Ordering::SeqCst) {
+            let one = 1u64;
+            // SAFETY: an 8-byte write from a live u64 to the eventfd this bell owns. It cannot
+            // block (the counter is far from its limit: one write per poll).
+            let _ = unsafe { libc::write(self.fd.as_raw_fd(), (&raw const one).cast(), 8) };
+        }
+    }
+}
