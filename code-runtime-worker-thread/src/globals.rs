@@ -53,6 +53,7 @@ pub(crate) fn install<'s>(
         output_left: Cell::new(bounds.max_output_bytes.saturating_add(1)),
         entropy,
         bounds,
+        positions: program.positions.clone(),
         state: RefCell::new(RunState {
             replay: LocalReplay::new(program.replay.clone()),
             ..RunState::default()

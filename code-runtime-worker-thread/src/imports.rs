@@ -26,6 +26,8 @@ pub(crate) fn resolved(program: &str, namespaces: &[NamespaceSetup]) -> Result<S
     let mut out = String::with_capacity(program.len());
     let mut index = 0;
     let mut leading = true;
+    // Inside a namespace: its brace depth, and whether its body has opened.
+    let mut namespace: Option<(usize, bool)> = None;
     while index < lines.len() {
         let line = lines[index];
         let code = line.trim_start();
@@ -46,10 +48,58 @@ pub(crate) fn resolved(program: &str, namespaces: &[NamespaceSetup]) -> Result<S
         if !(code.is_empty() || code.starts_with("//")) {
             leading = false;
         }
-        out.push_str(&without_export(line));
+        // A namespace's `export`s are its members' (the TypeScript transform needs them); the
+        // lines from its header to its closing brace keep them.
+        if namespace.is_none() && opens_namespace(code) {
+            namespace = Some((0, false));
+        }
+        if let Some((depth, opened)) = namespace {
+            out.push_str(line);
+            let depth = braces(line, depth);
+            // Its header may end before its brace does.
+            let opened = opened || line.contains('{');
+            namespace = (!opened || depth > 0).then_some((depth, opened));
+        } else {
+            out.push_str(&without_export(line));
+        }
         index += 1;
     }
     Ok(out)
+}
+
+/// Whether `code` (a trimmed line) begins a namespace or module declaration.
+fn opens_namespace(code: &str) -> bool {
+    let code = code.strip_prefix("export ").map_or(code, str::trim_start);
+    let code = code.strip_prefix("declare ").map_or(code, str::trim_start);
+    ["namespace ", "module "].iter().any(|keyword| {
+        code.strip_prefix(keyword).is_some_and(|rest| {
+            rest.trim_start().starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$')
+        })
+    })
+}
+
+/// `depth` after the braces of `line`, those in string literals and after `//` left out.
+fn braces(line: &str, mut depth: usize) -> usize {
+    let mut quote = None;
+    let mut escaped = false;
+    let mut previous = '\0';
+    for c in line.chars() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(open) if c == open => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' | '`' => quote = Some(c),
+                '/' if previous == '/' => break,
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        previous = c;
+    }
+    depth
 }
 
 /// Whether `code` begins with the keyword `word` (not `imports` or `important`).
@@ -243,6 +293,15 @@ mod tests {
         assert_eq!(
             resolved(program, &namespaces()).unwrap(),
             "       const a = 1;\n         async function f() {}\nexport { a };\nconst s = 'import x from \"y\"';"
+        );
+    }
+
+    #[test]
+    fn a_namespaces_exports_stay() {
+        let program = "namespace N {\n  export const a = '}';\n  export namespace M { export function f() {} }\n}\nexport const b = N.a;\nexport namespace O { export const c = 1 }\nexport const d = 2;";
+        assert_eq!(
+            resolved(program, &namespaces()).unwrap(),
+            "namespace N {\n  export const a = '}';\n  export namespace M { export function f() {} }\n}\n       const b = N.a;\nexport namespace O { export const c = 1 }\n       const d = 2;"
         );
     }
 

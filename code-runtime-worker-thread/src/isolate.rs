@@ -303,6 +303,10 @@ fn completion(
 fn threw(scope: &mut v8::PinScope<'_, '_>, run: &Run, value: v8::Local<'_, v8::Value>) -> Outcome {
     let mut meter = Meter::new(run.output_left.get(), &run.bounds.termination);
     match render::exception(scope, &run.intrinsics, value, &mut meter) {
+        // A compiled program's positions are the printed text's: put back to the program's.
+        Ok(text) if !run.positions.is_empty() => {
+            Outcome::Ended(Ending::Threw(run.positions.restore(&text)))
+        }
         Ok(text) => Outcome::Ended(Ending::Threw(text)),
         Err(Halt::TooLarge) => Outcome::Ended(Ending::Stopped(StopReason::OutputExceeded)),
         Err(Halt::Terminated) => Outcome::Terminated,

@@ -88,6 +88,7 @@ mod state;
 mod strip;
 mod substrate;
 mod termination;
+mod transform;
 mod wire;
 
 use std::path::PathBuf;

@@ -213,6 +213,7 @@ fn trial_run(channel: &std::os::unix::net::UnixStream) -> Result<(), String> {
     let shape = Shape { max_memory_mb: 64, allow_eval: false, allow_wasm: false };
     let program = Program {
         body: "return 1".to_owned(),
+        positions: Default::default(),
         parameters: vec!["console".to_owned()],
         namespaces: Vec::new(),
         globals: Vec::new(),

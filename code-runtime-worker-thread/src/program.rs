@@ -4,6 +4,8 @@
 
 use code_runtime::provider::{Determinism, ProgramGlobal, Recorded, ToolIndex};
 
+use crate::transform::Positions;
+
 /// What an isolate is made with before its program is known: the same for every run of a
 /// provider under the same limits, so a cell makes its isolate while it waits for a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +21,9 @@ pub(crate) struct Shape {
 pub(crate) struct Program {
     /// The stripped program (see `strip::strip_program`).
     pub(crate) body: String,
+    /// Where a compiled body's positions came from (empty when the body was erased, which
+    /// keeps every position).
+    pub(crate) positions: Positions,
     /// The names the program sees its environment under, in the order `globals::install` hands
     /// the values: `console`, the namespaces, the error classes, then `globals`' names.
     pub(crate) parameters: Vec<String>,

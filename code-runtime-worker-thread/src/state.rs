@@ -20,6 +20,7 @@ use crate::memory::MemoryBudget;
 use crate::message::Outbox;
 use crate::replay::LocalReplay;
 use crate::termination::Termination;
+use crate::transform::Positions;
 
 /// The realm's own prototypes and constructors, captured before the program runs: a program can
 /// replace any global, so shapes are compared against these.
@@ -71,6 +72,8 @@ pub(crate) struct Run {
     pub(crate) output_left: Cell<usize>,
     /// The program's clock and random sources.
     pub(crate) entropy: Entropy,
+    /// Where a compiled program's positions came from (see `transform.rs`).
+    pub(crate) positions: Positions,
     pub(crate) state: RefCell<RunState>,
 }
 

@@ -1,18 +1,22 @@
 //! TypeScript in, JavaScript out: strip-only, position-preserving type erasure with
 //! `swc_ts_fast_strip` (the engine behind Node's own type stripping), and the async-function
-//! wrapper the program runs in.
+//! wrapper the program runs in. What erasure refuses (`enum`, `namespace`, parameter properties)
+//! and decorators are compiled instead (`transform.rs`), with a map back to the program's
+//! positions.
 
 use std::sync::{Arc, Mutex};
 
 use swc_common::errors::{DiagnosticBuilder, Emitter, Handler};
 use swc_common::sync::Lrc;
 use swc_common::{BytePos, GLOBALS, Globals, SourceMap, Spanned};
-use swc_ecma_ast::{Decl, Expr, Stmt};
-use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax};
-use swc_ts_fast_strip::{Mode, Options};
+use swc_ecma_ast::{Decl, Decorator, Expr, Stmt};
+use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax, TsSyntax};
+use swc_ecma_visit::{Visit, VisitWith};
+use swc_ts_fast_strip::{ErrorCode, Mode, Options};
 
 use crate::imports;
 use crate::program::NamespaceSetup;
+use crate::transform::{self, Positions};
 
 /// The largest program accepted, in bytes (a megabyte is far beyond what a model writes in one
 /// turn). swc's parser and visitors recurse once per level of syntax nesting, and one byte can be
@@ -34,9 +38,12 @@ const PARSE_TRAILER: &str = "\n})";
 
 /// The program's JavaScript body, with every position the program's own: line numbers match,
 /// and the body starts at column 1 of line 1 of the program.
+/// A compiled program's body has its own positions, and [`Positions`] to map them back (empty
+/// for an erased one).
 #[derive(Debug)]
 pub(crate) struct Stripped {
     pub(crate) body: String,
+    pub(crate) positions: Positions,
 }
 
 /// Why a program could not be stripped: swc's diagnostic, with `line:column` in the program's own
@@ -68,19 +75,50 @@ pub(crate) fn strip_program(
     // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and
     // unmapped after it. A thread of its own would do the same at the cost of starting it and of
     // waking a core for it, a few hundred microseconds when that core was idle.
-    let stripped = stacker::grow(stack, || {
+    let (stripped, positions) = stacker::grow(stack, || {
         std::panic::catch_unwind(|| {
-            let stripped = strip(&source, PARSE_HEADER.len())?;
-            Ok(with_completion(stripped))
+            let (code, positions) = match strip(&source, PARSE_HEADER.len())? {
+                Some(code) if !has_decorators(&code) => (code, Positions::default()),
+                // Erasure refused it, or left decorators V8 does not run: compiled instead.
+                _ => {
+                    let (body, positions) =
+                        transform::compile(&source, PARSE_HEADER.len()).map_err(StripError)?;
+                    (format!("{PARSE_HEADER}{body}{PARSE_TRAILER}"), positions)
+                }
+            };
+            Ok((with_completion(code), positions))
         })
         .unwrap_or_else(|_| Err(StripError("the type stripper failed".to_owned())))
     })?;
     // Strip-only mode replaces types with blanks and leaves every other byte where it was, so
-    // the wrapper is still there, byte for byte.
+    // the wrapper is still there, byte for byte (and a compiled body was wrapped the same way).
     match stripped.strip_prefix(PARSE_HEADER).and_then(|rest| rest.strip_suffix(PARSE_TRAILER)) {
-        Some(body) => Ok(Stripped { body: body.to_owned() }),
+        Some(body) => Ok(Stripped { body: body.to_owned(), positions }),
         None => Err(StripError("the type stripper moved the program's text".to_owned())),
     }
+}
+
+/// Whether erased `code` still holds decorators (which V8 does not run yet). Only a program
+/// with an `@` is parsed for them.
+fn has_decorators(code: &str) -> bool {
+    struct Found(bool);
+    impl Visit for Found {
+        fn visit_decorator(&mut self, _: &Decorator) {
+            self.0 = true;
+        }
+    }
+    if !code.contains('@') {
+        return false;
+    }
+    let Some(end) = u32::try_from(code.len()).ok().and_then(|len| len.checked_add(1)) else {
+        return false;
+    };
+    let syntax = Syntax::Es(EsSyntax { decorators: true, ..EsSyntax::default() });
+    let input = StringInput::new(code, BytePos(1), BytePos(end));
+    let Ok(script) = Parser::new(syntax, input, None).parse_script() else { return false };
+    let mut found = Found(false);
+    script.visit_with(&mut found);
+    found.0
 }
 
 /// `program` with an `export default` that begins it (after comments) blanked out (the same
@@ -159,7 +197,16 @@ fn completion_edits(source: &str) -> Option<Vec<(usize, &'static str)>> {
         }
         matches!(expression, Expr::Arrow(_) | Expr::Fn(_))
     };
-    match body.as_slice() {
+    // A compiled enum or namespace declares its name last (`var N;`, hoisted): not a statement
+    // that ends the program.
+    let declares_only = |statement: &Stmt| match statement {
+        Stmt::Decl(Decl::Var(declaration)) => {
+            declaration.decls.iter().all(|declarator| declarator.init.is_none())
+        }
+        _ => false,
+    };
+    let end = body.iter().rposition(|statement| !declares_only(statement)).map_or(0, |at| at + 1);
+    match &body[..end] {
         [Stmt::Expr(lone)] if unwrapped(&lone.expr) => {
             let span = lone.expr.span();
             Some(vec![(offset(span.lo)?, "return ("), (offset(span.hi)?, ")()")])
@@ -175,18 +222,26 @@ fn completion_edits(source: &str) -> Option<Vec<(usize, &'static str)>> {
     }
 }
 
-fn strip(source: &str, header_len: usize) -> Result<String, StripError> {
+/// `source` with its types erased, or `None` when erasure cannot do it (syntax that is not
+/// erasable: the transform can).
+fn strip(source: &str, header_len: usize) -> Result<Option<String>, StripError> {
     let diagnostics = Arc::new(Mutex::new(Vec::new()));
     let source_map: Lrc<SourceMap> = Lrc::default();
     let emitter =
         Collect { source_map: source_map.clone(), header_len, found: diagnostics.clone() };
     let handler = Handler::with_emitter(true, false, Box::new(emitter));
-    let options = Options { mode: Mode::StripOnly, module: Some(false), ..Options::default() };
+    let options = Options {
+        mode: Mode::StripOnly,
+        module: Some(false),
+        parser: TsSyntax { decorators: true, ..TsSyntax::default() },
+        ..Options::default()
+    };
     let outcome = GLOBALS.set(&Globals::new(), || {
         swc_ts_fast_strip::operate(&source_map, &handler, source.to_owned(), options)
     });
     match outcome {
-        Ok(output) => Ok(output.code),
+        Ok(output) => Ok(Some(output.code)),
+        Err(error) if matches!(error.code, ErrorCode::UnsupportedSyntax) => Ok(None),
         Err(error) => {
             let found = diagnostics.lock().map(|found| found.clone()).unwrap_or_default();
             // The emitter's diagnostic says what and where; the error alone only says which kind.
@@ -238,6 +293,23 @@ mod tests {
             body("// one\nexport default async () => 2"),
             "// one\n               return (async () => 2)()"
         );
+    }
+
+    #[test]
+    fn what_erasure_refuses_is_compiled_with_its_positions_and_its_completion() {
+        let erased = strip_program("const at: string = 'a@b';\nat", &[]).expect("strips");
+        assert!(erased.positions.is_empty() && erased.body.ends_with("return at"), "{erased:?}");
+        for program in
+            ["enum E { A }\nE.A", "namespace N { export const a = 1 }\nN.a", "@d class C {}\nC"]
+        {
+            let compiled = strip_program(program, &[]).expect("compiles");
+            assert!(!compiled.positions.is_empty(), "{program}");
+            // The last expression is still the program's value, though the compiled name's
+            // declaration comes after it.
+            assert!(compiled.body.contains("return "), "{program}: {}", compiled.body);
+        }
+        let error = strip_program("enum E { A }\nconst = 1;", &[]).expect_err("a syntax error");
+        assert!(error.to_string().ends_with("(2:7)"), "{error}");
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
         .map_err(|error| Ending::Threw(error.to_string()))?;
     Ok(Program {
         body: stripped.body,
+        positions: stripped.positions,
         parameters,
         namespaces,
         globals,

@@ -27,6 +27,7 @@ use code_runtime::provider::{
 use code_runtime::{BindingArgs, BindingError};
 
 use crate::program::{Program, Shape};
+use crate::transform::Positions;
 
 /// How frames spell numbers: integers with their exact digits, as [`json::parse`] reads them
 /// back (ECMAScript's spelling of 2^60, `1152921504606847000`, is not that integer).
@@ -129,6 +130,7 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
     });
     let head = json!({
         "body": program.body,
+        "positions": program.positions.flat().collect::<Vec<_>>(),
         "parameters": program.parameters,
         "namespaces": namespaces,
         "tools": tools,
@@ -418,12 +420,24 @@ fn program(body: &JsonValue) -> Result<Program, Malformed> {
         determinism,
         replay,
         body: body.get("body").and_then(string).ok_or_else(|| missing("body"))?,
+        positions: positions(body.get("positions")).ok_or_else(|| missing("valid positions"))?,
         parameters: strings(body.get("parameters")).ok_or_else(|| missing("parameters"))?,
         namespaces,
         globals,
         tools,
         max_output_bytes: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
     })
+}
+
+/// A setup's `positions` (absent: none).
+fn positions(positions: Option<&JsonValue>) -> Option<Positions> {
+    let Some(positions) = positions else { return Some(Positions::default()) };
+    let numbers = positions
+        .as_array()?
+        .iter()
+        .map(|number| number.as_u64().and_then(|number| u32::try_from(number).ok()))
+        .collect::<Option<Vec<u32>>>()?;
+    Positions::from_flat(&numbers)
 }
 
 /// A setup's `determinism` and `replay`; `Err` names the one that is not valid.
@@ -598,6 +612,7 @@ mod tests {
 
         let program = Program {
             body: "return 1".to_owned(),
+            positions: Positions::from_flat(&[0, 0, 2, 4, 0, 7, 3, 1]).expect("positions"),
             parameters: vec!["console".to_owned(), "tools".to_owned(), "ToolError".to_owned()],
             namespaces: vec![NamespaceSetup {
                 global: "tools".to_owned(),

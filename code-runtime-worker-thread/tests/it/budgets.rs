@@ -61,7 +61,7 @@ fn c051_cancel_mid_loop() {
 fn c054_tiny_cap_and_a_strip_failure() {
     let runtime = runtime(Limits { max_output_bytes: 4, ..Limits::default() });
     assert_eq!(
-        run_on(&runtime, CodeRunRequest::new("enum E { A }\nreturn 1")).to_json(),
+        run_on(&runtime, CodeRunRequest::new("const = ;\nreturn 1")).to_json(),
         r#"{"logs":[],"error":{"kind":"output-limit","message":""}}"#
     );
 }

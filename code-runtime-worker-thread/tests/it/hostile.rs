@@ -123,3 +123,28 @@ fn a_thousand_concurrent_fan_outs() {
         .count();
     assert!(isolates < 50, "{isolates} isolate threads still alive");
 }
+
+/// Programs that must be compiled (here: an enum) and nest absurdly deep are refused with a clear
+/// error before swc's transforms see them: one of them copies a subtree per level (a 300 000-deep
+/// array took more than 20 GB of the host before the bound).
+#[test]
+fn a_deep_program_that_needs_compiling_is_refused_not_compiled() {
+    for nested in [
+        format!("{}{}", "[".repeat(300_000), "]".repeat(300_000)),
+        format!("{}1{}", "(".repeat(300_000), ")".repeat(300_000)),
+        format!("{}1", "!".repeat(300_000)),
+        format!("{}1", "x => ".repeat(100_000)),
+    ] {
+        let result = run(&format!("enum E {{ A }}\nreturn {nested}"), vec![]);
+        let error = result.error().expect("refused");
+        assert_eq!(error.kind(), FailureKind::Exception);
+        assert!(
+            error.message().contains("nests more than 1000 levels deep"),
+            "{}",
+            error.message()
+        );
+    }
+    // As deep as real programs go, it compiles.
+    let program = format!("enum E {{ A = 2 }}\nreturn {}E.A{}", "[".repeat(100), "]".repeat(100));
+    assert!(run(&program, vec![]).error().is_none());
+}

@@ -1,0 +1,3 @@
+const x = <number>1;
+const s = <string>(<unknown>"two");
+return [x, s]

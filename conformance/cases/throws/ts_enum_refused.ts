@@ -1,2 +1,0 @@
-enum E { A }
-return 1

@@ -1,2 +1,0 @@
-namespace N { export const x = 1 }
-return N.x

@@ -1,2 +1,0 @@
-class A { constructor(private x: number) {} }
-return 1
