@@ -252,7 +252,9 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
         .count();
 
     let (approval, replay) = approval_figures(runtime, p50, quick).await;
+    let web = web_figures(runtime).await;
     json!({
+        "web_platform": web,
         "trivial_run_ms": {"p50": ms(p50), "p99": ms(p99), "n": samples},
         "binding_rtt_us": {"p50": rtt.as_secs_f64() * 1e6, "n": per_call.len() * 1000},
         "fanout_100x20": {"ok": ok, "failed": 100 - ok, "seconds": seconds},
@@ -260,6 +262,58 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
         "approval_overhead_us": approval,
         "replay_per_call_us": replay,
     })
+}
+
+/// The web platform's globals in a TypeScript run (bar: a `new URL()` or a 1 KB encode under
+/// 10 us), each timed by the program itself over 10 000 operations (`performance.now()`), so a
+/// run's start is not in them; and what a run's first touch of them costs (the glue compiled),
+/// the p50 of runs that touch one less the p50 of runs that do not. `null` for Python.
+async fn web_figures(runtime: &Arc<dyn CodeRuntime>) -> JsonValue {
+    if runtime.language() == "python" {
+        return JsonValue::Null;
+    }
+    let timed = |program: &'static str| async move {
+        let mut each = Vec::new();
+        for _ in 0..5 {
+            let result = runtime.run(CodeRunRequest::new(program)).await;
+            if let Some(us) =
+                result.ok().and_then(|result| result.value().and_then(JsonValue::as_f64))
+            {
+                each.push(us);
+            }
+        }
+        each.sort_by(f64::total_cmp);
+        each.get(each.len() / 2).copied().map_or(JsonValue::Null, |us| json!(us))
+    };
+    let url = timed("const t = performance.now(); let n = 0; for (let i = 0; i < 10000; i++) n += new URL('https://example.com/a/b?q=' + i + '#f').pathname.length; return (performance.now() - t) * 1000 / 10000").await;
+    let encode = timed("const e = new TextEncoder(); const s = 'x'.repeat(1023) + 'é'; const t = performance.now(); let n = 0; for (let i = 0; i < 10000; i++) n += e.encode(s).length; return (performance.now() - t) * 1000 / 10000").await;
+    let runs = |program: &'static str| async move {
+        let mut times = Vec::new();
+        for _ in 0..30 {
+            let start = Instant::now();
+            let _ = runtime.run(CodeRunRequest::new(program)).await;
+            times.push(start.elapsed());
+        }
+        percentiles(&mut times).0
+    };
+    let untouched = runs("return 1").await;
+    let touched = runs("return typeof URL").await;
+    let first_touch = touched.as_secs_f64() * 1e3 - untouched.as_secs_f64() * 1e3;
+    json!({"url_parse_us": url, "text_encode_1kb_us": encode, "first_touch_ms": first_touch, "bar_us": 10})
+}
+
+/// The web platform's line of a TypeScript table (see [`web_figures`]).
+fn web_line(out: &mut String, figures: &JsonValue) {
+    let Some(web) = figures.get("web_platform").filter(|web| web.get("bar_us").is_some()) else {
+        return;
+    };
+    let number = |key: &str| web.get(key).and_then(JsonValue::as_f64).unwrap_or(f64::NAN);
+    out.push_str(&format!(
+        "  web: new URL()     {:>8.2} us   1 KB encode {:>6.2} us   (bar < 10 us); first touch +{:.2} ms\n",
+        number("url_parse_us"),
+        number("text_encode_1kb_us"),
+        number("first_touch_ms")
+    ));
 }
 
 /// How many calls the approval figures make per run.
@@ -613,6 +667,7 @@ fn language_table(
         "  replayed call      p50 {:>8.2} us                   (bar <= 20 us, a resume of 1 000)\n",
         number(&["replay_per_call_us", "p50"])
     ));
+    web_line(out, figures);
     for (key, label, note) in [
         ("trivial_run_warm_ms", "warm cell run", "(started ahead, 50 ms apart)"),
         ("trivial_run_scratch_ms", "from scratch", "(a cell started per run, no zygote)"),

@@ -1,14 +1,16 @@
 //! The built-ins the runtime adds to or replaces in every program's realm: `performance` and
 //! `crypto` (when the realm has none), and in a run that may pause or that resumes
-//! `Math.random` and `Date`, all reading the run's [`Entropy`].
+//! `Math.random` and `Date`, all reading the run's [`Entropy`]; and the web platform's globals
+//! (`web.rs`), as accessors that compile them on first use.
 
 use crate::entropy::Entropy;
 use crate::state;
+use crate::web;
 
 /// The globals over the natives: `performance`, `crypto`, and in a reproducible run
 /// `Math.random` and `Date`. `new Date()` and `Date()` read the run's clock; `new Date(x)` is
 /// the real `Date`'s, whose prototype, statics and `instanceof` stay as they were.
-const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, reproducible) {
+const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, reproducible, load, webNames) {
   "use strict";
   const define = (object, name, value) =>
     Object.defineProperty(object, name, { value, writable: true, configurable: true });
@@ -46,7 +48,36 @@ const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, repr
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   };
   if (!("performance" in global)) {
-    define(global, "performance", Object.freeze({ now: function now() { return sinceStart(); } }));
+    // Read on first use: the run's clock is not there yet while this installs.
+    let timeOrigin;
+    const origin = () => (timeOrigin ??= now() - sinceStart());
+    define(global, "performance", Object.freeze({
+      now: function now() { return sinceStart(); },
+      get timeOrigin() { return origin(); },
+      toJSON: function toJSON() { return { timeOrigin: origin() }; },
+    }));
+  }
+  // The web platform's globals (`web.js`), compiled on the first touch of any of them: until
+  // then each name is an accessor. A program that assigns one first keeps its own.
+  let web;
+  const lazy = new Map();
+  const settle = () => {
+    if (web === undefined) {
+      const [make, natives] = load();
+      web = make(global, natives);
+    }
+    for (const [name, accessor] of lazy) {
+      if (Object.getOwnPropertyDescriptor(global, name)?.get === accessor) define(global, name, web[name]);
+    }
+    lazy.clear();
+  };
+  for (const name of webNames) {
+    if (name in global) continue;
+    const get = function () { settle(); return global[name]; };
+    lazy.set(name, get);
+    Object.defineProperty(global, name, {
+      get, set(value) { define(global, name, value); }, configurable: true, enumerable: false,
+    });
   }
   if (!("crypto" in global)) {
     define(global, "crypto", Object.freeze({ getRandomValues, randomUUID }));
@@ -69,10 +100,21 @@ pub(crate) fn install<'s>(
         v8::Function::new(scope, random)?.into(),
         v8::Function::new(scope, bytes)?.into(),
         v8::Boolean::new(scope, entropy.reproducible()).into(),
+        v8::Function::new(scope, web::load)?.into(),
+        web_names(scope)?.into(),
     ];
     let undefined = v8::undefined(scope).into();
     installer.call(scope, undefined, &arguments)?;
     Some(())
+}
+
+/// [`web::NAMES`] as an array of strings.
+fn web_names<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Array>> {
+    let names = web::NAMES
+        .iter()
+        .map(|name| v8::String::new(scope, name).map(Into::into))
+        .collect::<Option<Vec<v8::Local<'s, v8::Value>>>>()?;
+    Some(v8::Array::new_with_elements(scope, &names))
 }
 
 fn now(

@@ -89,6 +89,7 @@ mod strip;
 mod substrate;
 mod termination;
 mod transform;
+mod web;
 mod wire;
 
 use std::path::PathBuf;

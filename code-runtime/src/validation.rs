@@ -56,7 +56,7 @@ pub const RESERVED_ERROR_MEMBERS: [&str; 7] =
 /// `setTimeout` / `clearTimeout`), and Python's public builtins (3.9 to 3.13). Tests in each
 /// provider check that every global its programs start with is listed here.
 #[rustfmt::skip]
-pub const SHADOWED_GLOBALS: [&str; 213] = [
+pub const SHADOWED_GLOBALS: [&str; 230] = [
     // ECMAScript globals of a fresh V8 context, and the runtime's timers.
     "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt",
     "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "Date", "DisposableStack", "Error",
@@ -68,8 +68,11 @@ pub const SHADOWED_GLOBALS: [&str; 213] = [
     "Uint8ClampedArray", "WeakMap", "WeakRef", "WeakSet", "WebAssembly", "decodeURI",
     "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "globalThis", "isFinite",
     "isNaN", "parseFloat", "parseInt", "undefined", "unescape", "setTimeout", "clearTimeout",
-    // The runtime's own (`performance.now`, `crypto.getRandomValues` / `randomUUID`).
-    "performance", "crypto",
+    // The runtime's own (`performance.now`, `crypto.getRandomValues` / `randomUUID`), and the
+    // web platform's (`code-runtime-worker-thread/src/web.rs`).
+    "performance", "crypto", "URL", "URLSearchParams", "DOMException", "Event", "CustomEvent",
+    "EventTarget", "AbortController", "AbortSignal", "atob", "btoa", "TextEncoder", "TextDecoder",
+    "setInterval", "clearInterval", "queueMicrotask", "structuredClone", "navigator",
     // Python builtins (3.9 to 3.13); keywords and `eval`/`type` are reserved words already.
     "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
     "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",

@@ -8,6 +8,7 @@ mod contract;
 mod host_api;
 mod hostile;
 mod process;
+mod web;
 
 use std::sync::OnceLock;
 

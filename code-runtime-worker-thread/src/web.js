@@ -1,0 +1,635 @@
+// The web platform's common globals that need no I/O (WinterTC's Minimum Common API, in part),
+// in JavaScript over the realm's own built-ins. Compiled on first use of any of them in a run
+// (`web.rs`); this function returns them by name.
+(function (global, natives) {
+  "use strict";
+  const define = (object, name, value) =>
+    Object.defineProperty(object, name, { value, writable: true, configurable: true });
+  const tag = (Class, name) =>
+    Object.defineProperty(Class.prototype, Symbol.toStringTag, { value: name, configurable: true });
+  const required = (count, given, what) => {
+    if (given < count) {
+      throw new TypeError(
+        `${what}: ${count} argument${count === 1 ? "" : "s"} required, but only ${given} present.`);
+    }
+  };
+
+  // DOMException: an Error with a name and its legacy code.
+  const codes = {
+    IndexSizeError: 1, HierarchyRequestError: 3, WrongDocumentError: 4, InvalidCharacterError: 5,
+    NoModificationAllowedError: 7, NotFoundError: 8, NotSupportedError: 9,
+    InvalidStateError: 11, SyntaxError: 12, InvalidModificationError: 13, NamespaceError: 14,
+    InvalidAccessError: 15, TypeMismatchError: 17, SecurityError: 18, NetworkError: 19,
+    AbortError: 20, URLMismatchError: 21, QuotaExceededError: 22, TimeoutError: 23,
+    InvalidNodeTypeError: 24, DataCloneError: 25,
+  };
+  class DOMException extends Error {
+    #name;
+    constructor(message = "", options = "Error") {
+      super(String(message));
+      let name = "Error";
+      if (options !== null && typeof options === "object") {
+        if (options.name !== undefined) name = String(options.name);
+        if ("cause" in options) define(this, "cause", options.cause);
+      } else {
+        name = String(options);
+      }
+      this.#name = name;
+    }
+    get name() { return this.#name; }
+    get code() { return Object.hasOwn(codes, this.#name) ? codes[this.#name] : 0; }
+  }
+  for (const [name, code] of Object.entries(codes)) {
+    const constant = name === "URLMismatchError"
+      ? "URL_MISMATCH_ERR"
+      : name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase().replace(/_ERROR$/, "_ERR");
+    Object.defineProperty(DOMException, constant, { value: code, enumerable: true });
+    Object.defineProperty(DOMException.prototype, constant, { value: code, enumerable: true });
+  }
+  tag(DOMException, "DOMException");
+
+  // Event and EventTarget: one target, no tree (capture and bubbling have nowhere to go).
+  let access;
+  class Event {
+    #type; #bubbles; #cancelable; #composed; #timeStamp;
+    #defaultPrevented = false; #target = null; #currentTarget = null; #phase = 0;
+    #stop = false; #stopImmediate = false; #passive = false; #dispatching = false;
+    constructor(type, init = undefined) {
+      required(1, arguments.length, "Failed to construct 'Event'");
+      this.#type = String(type);
+      const options = init ?? {};
+      this.#bubbles = Boolean(options.bubbles);
+      this.#cancelable = Boolean(options.cancelable);
+      this.#composed = Boolean(options.composed);
+      this.#timeStamp = natives.now();
+    }
+    get type() { return this.#type; }
+    get target() { return this.#target; }
+    get srcElement() { return this.#target; }
+    get currentTarget() { return this.#currentTarget; }
+    get eventPhase() { return this.#phase; }
+    get bubbles() { return this.#bubbles; }
+    get cancelable() { return this.#cancelable; }
+    get composed() { return this.#composed; }
+    get defaultPrevented() { return this.#defaultPrevented; }
+    get returnValue() { return !this.#defaultPrevented; }
+    set returnValue(value) { if (!value) this.preventDefault(); }
+    get cancelBubble() { return this.#stop; }
+    set cancelBubble(value) { if (value) this.#stop = true; }
+    get timeStamp() { return this.#timeStamp; }
+    get isTrusted() { return false; }
+    composedPath() { return this.#dispatching ? [this.#currentTarget] : []; }
+    stopPropagation() { this.#stop = true; }
+    stopImmediatePropagation() { this.#stop = true; this.#stopImmediate = true; }
+    preventDefault() { if (this.#cancelable && !this.#passive) this.#defaultPrevented = true; }
+    static {
+      access = {
+        begin(event, target) {
+          if (event.#dispatching) {
+            throw new DOMException("The event is already being dispatched.", "InvalidStateError");
+          }
+          event.#dispatching = true;
+          event.#target = target;
+          event.#currentTarget = target;
+          event.#phase = 2;
+        },
+        passive(event, passive) { event.#passive = passive; },
+        stoppedImmediately(event) { return event.#stopImmediate; },
+        end(event) {
+          event.#dispatching = false;
+          event.#currentTarget = null;
+          event.#phase = 0;
+          event.#stop = false;
+          event.#stopImmediate = false;
+          return !event.#defaultPrevented;
+        },
+      };
+    }
+  }
+  for (const [name, value] of [["NONE", 0], ["CAPTURING_PHASE", 1], ["AT_TARGET", 2], ["BUBBLING_PHASE", 3]]) {
+    Object.defineProperty(Event, name, { value, enumerable: true });
+    Object.defineProperty(Event.prototype, name, { value, enumerable: true });
+  }
+  tag(Event, "Event");
+
+  class CustomEvent extends Event {
+    #detail;
+    constructor(type, init = undefined) {
+      required(1, arguments.length, "Failed to construct 'CustomEvent'");
+      super(type, init);
+      this.#detail = init?.detail ?? null;
+    }
+    get detail() { return this.#detail; }
+  }
+  tag(CustomEvent, "CustomEvent");
+
+  const flags = (options) => typeof options === "boolean" || options == null
+    ? { capture: Boolean(options), once: false, passive: false, signal: undefined }
+    : {
+      capture: Boolean(options.capture),
+      once: Boolean(options.once),
+      passive: Boolean(options.passive),
+      signal: options.signal,
+    };
+
+  class EventTarget {
+    #listeners = new Map();
+    addEventListener(type, callback, options = undefined) {
+      required(2, arguments.length, "Failed to execute 'addEventListener' on 'EventTarget'");
+      if (callback == null) return;
+      const { capture, once, passive, signal } = flags(options);
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError("The \"signal\" option must be an AbortSignal");
+      }
+      if (signal?.aborted) return;
+      type = String(type);
+      let list = this.#listeners.get(type);
+      if (list === undefined) this.#listeners.set(type, (list = []));
+      if (list.some((entry) => entry.callback === callback && entry.capture === capture)) return;
+      list.push({ callback, capture, once, passive, removed: false });
+      signal?.addEventListener("abort", () => this.removeEventListener(type, callback, { capture }));
+    }
+    removeEventListener(type, callback, options = undefined) {
+      required(2, arguments.length, "Failed to execute 'removeEventListener' on 'EventTarget'");
+      const list = this.#listeners.get(String(type));
+      if (list === undefined) return;
+      const { capture } = flags(options);
+      const at = list.findIndex((entry) => entry.callback === callback && entry.capture === capture);
+      if (at !== -1) {
+        list[at].removed = true;
+        list.splice(at, 1);
+      }
+    }
+    dispatchEvent(event) {
+      required(1, arguments.length, "Failed to execute 'dispatchEvent' on 'EventTarget'");
+      if (!(event instanceof Event)) {
+        throw new TypeError("Failed to execute 'dispatchEvent' on 'EventTarget': parameter 1 is not of type 'Event'.");
+      }
+      access.begin(event, this);
+      try {
+        for (const entry of [...(this.#listeners.get(event.type) ?? [])]) {
+          if (entry.removed) continue;
+          if (entry.once) this.removeEventListener(event.type, entry.callback, { capture: entry.capture });
+          access.passive(event, entry.passive);
+          try {
+            if (typeof entry.callback === "function") entry.callback.call(this, event);
+            else if (typeof entry.callback?.handleEvent === "function") entry.callback.handleEvent(event);
+          } catch (error) {
+            // A listener's exception does not stop the others; the run sees it, as an
+            // unhandled rejection, once this dispatch is over.
+            Promise.reject(error);
+          }
+          access.passive(event, false);
+          if (access.stoppedImmediately(event)) break;
+        }
+      } finally {
+        return access.end(event);
+      }
+    }
+  }
+  tag(EventTarget, "EventTarget");
+
+  // AbortController and AbortSignal.
+  const create = Symbol("create");
+  let signalAbort;
+  class AbortSignal extends EventTarget {
+    #aborted = false;
+    #reason = undefined;
+    #onabort = null;
+    #handler = null;
+    constructor(key) {
+      if (key !== create) throw new TypeError("Illegal constructor");
+      super();
+    }
+    get aborted() { return this.#aborted; }
+    get reason() { return this.#reason; }
+    throwIfAborted() { if (this.#aborted) throw this.#reason; }
+    get onabort() { return this.#onabort; }
+    set onabort(handler) {
+      this.#onabort = typeof handler === "function" || (handler !== null && typeof handler === "object") ? handler : null;
+      if (this.#handler === null) {
+        this.#handler = (event) => {
+          const handler = this.#onabort;
+          if (typeof handler === "function") handler.call(this, event);
+        };
+        this.addEventListener("abort", this.#handler);
+      }
+    }
+    static abort(reason = undefined) {
+      const signal = new AbortSignal(create);
+      signalAbort(signal, reason);
+      return signal;
+    }
+    static timeout(ms) {
+      required(1, arguments.length, "Failed to execute 'timeout' on 'AbortSignal'");
+      const delay = Number(ms);
+      if (!Number.isFinite(delay) || delay < 0 || delay > Number.MAX_SAFE_INTEGER) {
+        throw new TypeError(`AbortSignal.timeout: ${ms} is not a valid number of milliseconds`);
+      }
+      const signal = new AbortSignal(create);
+      global.setTimeout(() => signalAbort(signal,
+        new DOMException("The operation was aborted due to timeout", "TimeoutError")), delay);
+      return signal;
+    }
+    static any(signals) {
+      required(1, arguments.length, "Failed to execute 'any' on 'AbortSignal'");
+      const sources = [...signals];
+      for (const source of sources) {
+        if (!(source instanceof AbortSignal)) {
+          throw new TypeError("AbortSignal.any: every element must be an AbortSignal");
+        }
+      }
+      const signal = new AbortSignal(create);
+      const aborted = sources.find((source) => source.aborted);
+      if (aborted !== undefined) {
+        signalAbort(signal, aborted.reason);
+        return signal;
+      }
+      for (const source of sources) {
+        source.addEventListener("abort", () => signalAbort(signal, source.reason), { once: true });
+      }
+      return signal;
+    }
+    static {
+      signalAbort = (signal, reason) => {
+        if (signal.#aborted) return;
+        signal.#aborted = true;
+        signal.#reason = reason === undefined
+          ? new DOMException("This operation was aborted", "AbortError")
+          : reason;
+        signal.dispatchEvent(new Event("abort"));
+      };
+    }
+  }
+  tag(AbortSignal, "AbortSignal");
+
+  class AbortController {
+    #signal = new AbortSignal(create);
+    get signal() { return this.#signal; }
+    abort(reason = undefined) { signalAbort(this.#signal, reason); }
+  }
+  tag(AbortController, "AbortController");
+
+  // atob and btoa: forgiving base64 over Latin-1 strings.
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const sextets = new Int8Array(128).fill(-1);
+  for (let i = 0; i < alphabet.length; i++) sextets[alphabet.charCodeAt(i)] = i;
+  // Text is built in pieces of this many characters (`String.fromCharCode` takes its arguments
+  // on the stack).
+  const PIECE = 8192;
+  function btoa(data) {
+    required(1, arguments.length, "Failed to execute 'btoa'");
+    const text = String(data);
+    const out = [];
+    let piece = [];
+    for (let i = 0; i < text.length; i += 3) {
+      const a = text.charCodeAt(i), b = text.charCodeAt(i + 1), c = text.charCodeAt(i + 2);
+      if (a > 255 || b > 255 || c > 255) {
+        throw new DOMException("Invalid character", "InvalidCharacterError");
+      }
+      const left = text.length - i;
+      piece.push(
+        alphabet.charCodeAt(a >> 2),
+        alphabet.charCodeAt(((a & 3) << 4) | (left > 1 ? b >> 4 : 0)),
+        left > 1 ? alphabet.charCodeAt(((b & 15) << 2) | (left > 2 ? c >> 6 : 0)) : 61,
+        left > 2 ? alphabet.charCodeAt(c & 63) : 61);
+      if (piece.length >= PIECE) {
+        out.push(String.fromCharCode.apply(null, piece));
+        piece = [];
+      }
+    }
+    out.push(String.fromCharCode.apply(null, piece));
+    return out.join("");
+  }
+  function atob(data) {
+    required(1, arguments.length, "Failed to execute 'atob'");
+    const invalid = () => new DOMException(
+      "The string to be decoded is not correctly encoded.", "InvalidCharacterError");
+    let text = String(data).replace(/[\t\n\f\r ]+/g, "");
+    if (text.length % 4 === 0) text = text.replace(/={1,2}$/, "");
+    if (text.length % 4 === 1) throw invalid();
+    const out = [];
+    let piece = [];
+    let buffer = 0, bits = 0;
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      const value = code < 128 ? sextets[code] : -1;
+      if (value < 0) throw invalid();
+      buffer = (buffer << 6) | value;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        piece.push((buffer >> bits) & 255);
+        if (piece.length >= PIECE) {
+          out.push(String.fromCharCode.apply(null, piece));
+          piece = [];
+        }
+      }
+    }
+    out.push(String.fromCharCode.apply(null, piece));
+    return out.join("");
+  }
+
+  // TextEncoder and TextDecoder: UTF-8.
+  const utf8Labels = new Set(["unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "utf-8", "utf8", "x-unicode20utf8"]);
+  class TextEncoder {
+    get encoding() { return "utf-8"; }
+    encode(input = "") {
+      const text = String(input);
+      // Made here, so the run's memory budget refuses it as a RangeError; filled natively.
+      const bytes = new Uint8Array(natives.utf8Length(text));
+      natives.encodeInto(text, bytes);
+      return bytes;
+    }
+    encodeInto(source, destination) {
+      required(2, arguments.length, "Failed to execute 'encodeInto' on 'TextEncoder'");
+      if (!(destination instanceof Uint8Array)) {
+        throw new TypeError("Failed to execute 'encodeInto' on 'TextEncoder': parameter 2 is not of type 'Uint8Array'.");
+      }
+      const [read, written] = natives.encodeInto(String(source), destination);
+      return { read, written };
+    }
+  }
+  tag(TextEncoder, "TextEncoder");
+
+  class TextDecoder {
+    #fatal; #ignoreBOM; #pending = null;
+    constructor(label = "utf-8", options = undefined) {
+      const name = String(label).trim().toLowerCase();
+      if (!utf8Labels.has(name)) {
+        throw new RangeError(`The "${label}" encoding is not supported`);
+      }
+      this.#fatal = Boolean(options?.fatal);
+      this.#ignoreBOM = Boolean(options?.ignoreBOM);
+    }
+    get encoding() { return "utf-8"; }
+    get fatal() { return this.#fatal; }
+    get ignoreBOM() { return this.#ignoreBOM; }
+    decode(input = undefined, options = undefined) {
+      let bytes;
+      if (input === undefined) bytes = new Uint8Array(0);
+      else if (input instanceof ArrayBuffer || input instanceof SharedArrayBuffer) bytes = new Uint8Array(input);
+      else if (ArrayBuffer.isView(input)) bytes = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+      else {
+        throw new TypeError("Failed to execute 'decode' on 'TextDecoder': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.");
+      }
+      const stream = Boolean(options?.stream);
+      const start = this.#pending === null;
+      if (this.#pending !== null) {
+        const joined = new Uint8Array(this.#pending.length + bytes.length);
+        joined.set(this.#pending);
+        joined.set(bytes, this.#pending.length);
+        bytes = joined;
+        this.#pending = null;
+      }
+      // The bytes of a character the stream has not finished stay for the next call.
+      let end = bytes.length;
+      if (stream) {
+        end = natives.complete(bytes);
+        if (end < bytes.length) this.#pending = bytes.slice(end);
+      }
+      const text = natives.decode(end === bytes.length ? bytes : bytes.subarray(0, end), this.#fatal);
+      if (text === null) {
+        this.#pending = null;
+        throw new TypeError("The encoded data was not valid for encoding utf-8");
+      }
+      return start && !this.#ignoreBOM && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+    }
+  }
+  tag(TextDecoder, "TextDecoder");
+
+  // Timers: intervals over the run's `setTimeout`, under one id for their life, which
+  // `clearInterval` and `clearTimeout` both end.
+  const setTimeout = global.setTimeout;
+  const clearTimeout = global.clearTimeout;
+  const intervals = new Map();
+  function setInterval(callback, ms = 0, ...args) {
+    if (typeof callback !== "function") {
+      throw new TypeError("setInterval: the callback must be a function");
+    }
+    let id;
+    const tick = () => {
+      intervals.set(id, setTimeout(tick, ms));
+      callback(...args);
+    };
+    id = setTimeout(tick, ms);
+    intervals.set(id, id);
+    return id;
+  }
+  function clearInterval(id) {
+    const current = intervals.get(id);
+    intervals.delete(id);
+    clearTimeout(current ?? id);
+  }
+  define(global, "clearTimeout", function clearTimeout_(id) { clearInterval(id); });
+  Object.defineProperty(global.clearTimeout, "name", { value: "clearTimeout" });
+
+  function queueMicrotask(callback) {
+    required(1, arguments.length, "Failed to execute 'queueMicrotask'");
+    if (typeof callback !== "function") {
+      throw new TypeError("Failed to execute 'queueMicrotask': The callback provided as parameter 1 is not a function.");
+    }
+    natives.enqueue(callback);
+  }
+
+  function structuredClone(value, options = undefined) {
+    required(1, arguments.length, "Failed to execute 'structuredClone'");
+    if (options?.transfer !== undefined && [...options.transfer].length > 0) {
+      throw new DOMException("structuredClone: transfer is not supported here", "DataCloneError");
+    }
+    return natives.clone(value, DOMException);
+  }
+
+  const navigator = Object.freeze(Object.create(Object.freeze(Object.defineProperties({}, {
+    userAgent: { get() { return natives.userAgent; }, enumerable: true },
+    hardwareConcurrency: { get() { return 1; }, enumerable: true },
+    language: { get() { return "en-US"; }, enumerable: true },
+    languages: { get() { return ["en-US"]; }, enumerable: true },
+    [Symbol.toStringTag]: { value: "Navigator" },
+  }))));
+
+
+  // URL and URLSearchParams: WHATWG parsing and setters by the `url` crate (natives), the state
+  // and the list here.
+  const usv = (value) => String(value).toWellFormed();
+  const HREF = 0, ORIGIN = 1, PROTOCOL = 2, USERNAME = 3, PASSWORD = 4, HOST = 5, HOSTNAME = 6,
+    PORT = 7, PATHNAME = 8, SEARCH = 9, HASH = 10;
+  let paramsAccess, urlAccess;
+  class URLSearchParams {
+    #list = [];
+    #url = null;
+    constructor(init = undefined) {
+      if (init instanceof URLSearchParams) {
+        this.#list = init.#list.map(([name, value]) => [name, value]);
+      } else if (init !== null && (typeof init === "object" || typeof init === "function")) {
+        if (typeof init[Symbol.iterator] === "function") {
+          for (const pair of init) {
+            const entry = [...pair];
+            if (entry.length !== 2) {
+              throw new TypeError("Each query pair must be an iterable [name, value] tuple");
+            }
+            this.#list.push([usv(entry[0]), usv(entry[1])]);
+          }
+        } else {
+          for (const key of Reflect.ownKeys(init)) {
+            if (typeof key === "string" && Object.prototype.propertyIsEnumerable.call(init, key)) {
+              this.#list.push([usv(key), usv(init[key])]);
+            }
+          }
+        }
+      } else if (init !== undefined) {
+        const text = usv(init);
+        this.#list = natives.formParse(text.startsWith("?") ? text.slice(1) : text);
+      }
+    }
+    #update() {
+      if (this.#url !== null) urlAccess.query(this.#url, this.toString());
+    }
+    get size() { return this.#list.length; }
+    append(name, value) {
+      required(2, arguments.length, "Failed to execute 'append' on 'URLSearchParams'");
+      this.#list.push([usv(name), usv(value)]);
+      this.#update();
+    }
+    delete(name, value = undefined) {
+      required(1, arguments.length, "Failed to execute 'delete' on 'URLSearchParams'");
+      const key = usv(name);
+      const only = value === undefined ? undefined : usv(value);
+      this.#list = this.#list.filter(([k, v]) => k !== key || (only !== undefined && v !== only));
+      this.#update();
+    }
+    get(name) {
+      required(1, arguments.length, "Failed to execute 'get' on 'URLSearchParams'");
+      const key = usv(name);
+      const entry = this.#list.find(([k]) => k === key);
+      return entry === undefined ? null : entry[1];
+    }
+    getAll(name) {
+      required(1, arguments.length, "Failed to execute 'getAll' on 'URLSearchParams'");
+      const key = usv(name);
+      return this.#list.filter(([k]) => k === key).map(([, v]) => v);
+    }
+    has(name, value = undefined) {
+      required(1, arguments.length, "Failed to execute 'has' on 'URLSearchParams'");
+      const key = usv(name);
+      const only = value === undefined ? undefined : usv(value);
+      return this.#list.some(([k, v]) => k === key && (only === undefined || v === only));
+    }
+    set(name, value) {
+      required(2, arguments.length, "Failed to execute 'set' on 'URLSearchParams'");
+      const key = usv(name), text = usv(value);
+      const at = this.#list.findIndex(([k]) => k === key);
+      if (at === -1) {
+        this.#list.push([key, text]);
+      } else {
+        this.#list[at] = [key, text];
+        this.#list = this.#list.filter(([k], index) => k !== key || index === at);
+      }
+      this.#update();
+    }
+    sort() {
+      // By UTF-16 code units, as `<` compares; `sort` is stable.
+      this.#list.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      this.#update();
+    }
+    toString() { return natives.formSerialize(this.#list.flat()); }
+    forEach(callback, thisArg = undefined) {
+      if (typeof callback !== "function") {
+        throw new TypeError("Failed to execute 'forEach' on 'URLSearchParams': parameter 1 is not a function.");
+      }
+      for (let index = 0; index < this.#list.length; index++) {
+        const [name, value] = this.#list[index];
+        callback.call(thisArg, value, name, this);
+      }
+    }
+    *entries() { for (let index = 0; index < this.#list.length; index++) yield [...this.#list[index]]; }
+    *keys() { for (let index = 0; index < this.#list.length; index++) yield this.#list[index][0]; }
+    *values() { for (let index = 0; index < this.#list.length; index++) yield this.#list[index][1]; }
+    [Symbol.iterator]() { return this.entries(); }
+    static {
+      paramsAccess = {
+        attach(params, url) { params.#url = url; },
+        replace(params, query) { params.#list = query === "" ? [] : natives.formParse(query); },
+      };
+    }
+  }
+  tag(URLSearchParams, "URLSearchParams");
+
+  const parsed = (url, base) => natives.urlParse(usv(url), base === undefined ? undefined : usv(base));
+  class URL {
+    #parts;
+    #params = null;
+    constructor(url, base = undefined) {
+      required(1, arguments.length, "Failed to construct 'URL'");
+      const parts = parsed(url, base);
+      if (parts === null) throw new TypeError("Invalid URL");
+      this.#parts = parts;
+    }
+    static canParse(url, base = undefined) {
+      required(1, arguments.length, "Failed to execute 'canParse' on 'URL'");
+      return parsed(url, base) !== null;
+    }
+    static parse(url, base = undefined) {
+      required(1, arguments.length, "Failed to execute 'parse' on 'URL'");
+      const parts = parsed(url, base);
+      if (parts === null) return null;
+      const made = new URL("about:blank");
+      made.#parts = parts;
+      return made;
+    }
+    #set(index, value) {
+      this.#parts = natives.urlSet(this.#parts[HREF], index, usv(value));
+      if (index === SEARCH || index === HREF) this.#reparams();
+    }
+    #reparams() {
+      if (this.#params !== null) paramsAccess.replace(this.#params, this.#parts[SEARCH].slice(1));
+    }
+    get href() { return this.#parts[HREF]; }
+    set href(value) {
+      const parts = parsed(value, undefined);
+      if (parts === null) throw new TypeError("Invalid URL");
+      this.#parts = parts;
+      this.#reparams();
+    }
+    get origin() { return this.#parts[ORIGIN]; }
+    get protocol() { return this.#parts[PROTOCOL]; }
+    set protocol(value) { this.#set(PROTOCOL, value); }
+    get username() { return this.#parts[USERNAME]; }
+    set username(value) { this.#set(USERNAME, value); }
+    get password() { return this.#parts[PASSWORD]; }
+    set password(value) { this.#set(PASSWORD, value); }
+    get host() { return this.#parts[HOST]; }
+    set host(value) { this.#set(HOST, value); }
+    get hostname() { return this.#parts[HOSTNAME]; }
+    set hostname(value) { this.#set(HOSTNAME, value); }
+    get port() { return this.#parts[PORT]; }
+    set port(value) { this.#set(PORT, value); }
+    get pathname() { return this.#parts[PATHNAME]; }
+    set pathname(value) { this.#set(PATHNAME, value); }
+    get search() { return this.#parts[SEARCH]; }
+    set search(value) { this.#set(SEARCH, value); }
+    get hash() { return this.#parts[HASH]; }
+    set hash(value) { this.#set(HASH, value); }
+    get searchParams() {
+      if (this.#params === null) {
+        this.#params = new URLSearchParams(this.#parts[SEARCH]);
+        paramsAccess.attach(this.#params, this);
+      }
+      return this.#params;
+    }
+    toString() { return this.#parts[HREF]; }
+    toJSON() { return this.#parts[HREF]; }
+    static {
+      urlAccess = {
+        query(url, query) { url.#parts = natives.urlSet(url.#parts[HREF], SEARCH, query); },
+      };
+    }
+  }
+  tag(URL, "URL");
+
+  return {
+    URL, URLSearchParams, DOMException, Event, CustomEvent, EventTarget, AbortController, AbortSignal, atob, btoa,
+    TextEncoder, TextDecoder, setInterval, clearInterval, queueMicrotask, structuredClone,
+    navigator,
+  };
+})

@@ -1,0 +1,470 @@
+//! The web platform's common globals (`web.js`: `URL`-less for now, see the module's list) and the
+//! natives under them. A run pays nothing for them until its program first touches one:
+//! `builtins.rs` defines each name as an accessor that calls [`load`], which compiles `web.js`
+//! and hands it these natives.
+//!
+//! The natives never allocate program-visible memory themselves: a byte array is made by the
+//! JavaScript side (`new Uint8Array(n)`, which the run's allocator meters and which fails as a
+//! `RangeError`), and the natives read or fill it.
+
+use crate::state;
+
+/// The names `web.js` defines, which `builtins.rs` makes lazy.
+pub(crate) const NAMES: [&str; 17] = [
+    "URL",
+    "URLSearchParams",
+    "DOMException",
+    "Event",
+    "CustomEvent",
+    "EventTarget",
+    "AbortController",
+    "AbortSignal",
+    "atob",
+    "btoa",
+    "TextEncoder",
+    "TextDecoder",
+    "setInterval",
+    "clearInterval",
+    "queueMicrotask",
+    "structuredClone",
+    "navigator",
+];
+
+const WEB: &str = include_str!("web.js");
+
+/// `navigator.userAgent`.
+const USER_AGENT: &str = concat!("code-runtime/", env!("CARGO_PKG_VERSION"));
+
+/// `load()`: `web.js`'s function and the natives it takes, as `[function, natives]`.
+pub(crate) fn load(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(loaded) = compiled(scope) else { return };
+    rv.set(loaded.into());
+}
+
+fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Array>> {
+    let source = v8::String::new(scope, WEB)?;
+    let name = v8::String::new(scope, "web")?;
+    let origin =
+        v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
+    let function = v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+    let natives = v8::Object::new(scope);
+    let callbacks: [(&str, v8::Local<'s, v8::Function>); 11] = [
+        ("urlParse", v8::Function::new(scope, url_parse)?),
+        ("urlSet", v8::Function::new(scope, url_set)?),
+        ("formParse", v8::Function::new(scope, form_parse)?),
+        ("formSerialize", v8::Function::new(scope, form_serialize)?),
+        ("now", v8::Function::new(scope, now)?),
+        ("utf8Length", v8::Function::new(scope, utf8_length)?),
+        ("encodeInto", v8::Function::new(scope, encode_into)?),
+        ("decode", v8::Function::new(scope, decode)?),
+        ("complete", v8::Function::new(scope, complete)?),
+        ("enqueue", v8::Function::new(scope, enqueue)?),
+        ("clone", v8::Function::new(scope, clone)?),
+    ];
+    for (key, value) in callbacks {
+        let key = v8::String::new(scope, key)?;
+        natives.create_data_property(scope, key.into(), value.into())?;
+    }
+    let key = v8::String::new(scope, "userAgent")?;
+    let agent = v8::String::new(scope, USER_AGENT)?;
+    natives.create_data_property(scope, key.into(), agent.into())?;
+    Some(v8::Array::new_with_elements(scope, &[function, natives.into()]))
+}
+
+fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
+    let message = v8::String::new(scope, message).unwrap_or_else(|| v8::String::empty(scope));
+    let error = if range {
+        v8::Exception::range_error(scope, message)
+    } else {
+        v8::Exception::type_error(scope, message)
+    };
+    scope.throw_exception(error);
+}
+
+/// `now()`: `performance.now()`, from the run's clock.
+fn now(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    rv.set(v8::Number::new(scope, run.entropy.since_start_ms()).into());
+}
+
+/// `utf8Length(string)`: the bytes of its UTF-8 (a lone surrogate counts as U+FFFD's three).
+fn utf8_length(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(text) = v8::Local::<v8::String>::try_from(args.get(0)) else {
+        return throw(scope, "utf8Length: not a string", false);
+    };
+    let length = text.utf8_length(scope);
+    rv.set(v8::Number::new(scope, length as f64).into());
+}
+
+/// `encodeInto(string, bytes)`: as much of the string's UTF-8 as fits in `bytes` (whole
+/// characters; lone surrogates as U+FFFD), `[read, written]` (read in UTF-16 code units).
+fn encode_into(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let (Ok(text), Ok(bytes)) = (
+        v8::Local::<v8::String>::try_from(args.get(0)),
+        v8::Local::<v8::Uint8Array>::try_from(args.get(1)),
+    ) else {
+        return throw(scope, "encodeInto: not a string and a Uint8Array", false);
+    };
+    let (offset, length) = (bytes.byte_offset(), bytes.byte_length());
+    let Some(buffer) = bytes.buffer(scope) else { return };
+    let store = buffer.get_backing_store();
+    let mut read = 0usize;
+    let written = match store.data() {
+        Some(data) if length > 0 => {
+            // SAFETY: `store` keeps the buffer's memory alive for this call; `offset + length`
+            // is within it (V8 keeps a view within its buffer, and a detached buffer has a
+            // zero length, excluded above); this thread is the isolate's, and no JavaScript
+            // runs while the slice lives, so nothing else reads or writes it.
+            let target = unsafe {
+                std::slice::from_raw_parts_mut(data.as_ptr().cast::<u8>().add(offset), length)
+            };
+            text.write_utf8_v2(scope, target, v8::WriteFlags::kReplaceInvalidUtf8, Some(&mut read))
+        }
+        _ => 0,
+    };
+    let pair =
+        [v8::Number::new(scope, read as f64).into(), v8::Number::new(scope, written as f64).into()];
+    rv.set(v8::Array::new_with_elements(scope, &pair).into());
+}
+
+/// `decode(bytes, fatal)`: the UTF-8 `bytes` as a string, malformed sequences replaced by
+/// U+FFFD, or `null` when `fatal` and there is one.
+fn decode(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(bytes) = v8::Local::<v8::Uint8Array>::try_from(args.get(0)) else {
+        return throw(scope, "decode: not a Uint8Array", false);
+    };
+    let fatal = args.get(1).boolean_value(scope);
+    let mut storage = [0u8; v8::TYPED_ARRAY_MAX_SIZE_IN_HEAP];
+    let contents = bytes.get_contents(&mut storage);
+    let text = if fatal {
+        match std::str::from_utf8(contents) {
+            Ok(text) => {
+                v8::String::new_from_utf8(scope, text.as_bytes(), v8::NewStringType::Normal)
+            }
+            Err(_) => return rv.set(v8::null(scope).into()),
+        }
+    } else {
+        // V8 replaces malformed UTF-8 as the Encoding Standard does (maximal subparts).
+        v8::String::new_from_utf8(scope, contents, v8::NewStringType::Normal)
+    };
+    match text {
+        Some(text) => rv.set(text.into()),
+        None => throw(scope, "decode: the text is longer than a string can be", true),
+    }
+}
+
+/// `complete(bytes)`: where the character the bytes end in begins when they do not finish it
+/// (a stream's next chunk does); their length otherwise.
+fn complete(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(bytes) = v8::Local::<v8::Uint8Array>::try_from(args.get(0)) else {
+        return throw(scope, "complete: not a Uint8Array", false);
+    };
+    let mut storage = [0u8; v8::TYPED_ARRAY_MAX_SIZE_IN_HEAP];
+    let end = unfinished(bytes.get_contents(&mut storage));
+    rv.set(v8::Number::new(scope, end as f64).into());
+}
+
+/// Where an unfinished UTF-8 character at the end of `bytes` begins; `bytes.len()` when the
+/// last character is whole (or is no character: malformed bytes are replaced, not held).
+pub(crate) fn unfinished(bytes: &[u8]) -> usize {
+    let length = bytes.len();
+    for back in 1..=3.min(length) {
+        let byte = bytes[length - back];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: its lead is further back
+        }
+        let needs = match byte {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => 1,
+        };
+        return if needs > back { length - back } else { length };
+    }
+    length
+}
+
+/// `enqueue(callback)`: `queueMicrotask`.
+fn enqueue(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(callback) = v8::Local::<v8::Function>::try_from(args.get(0)) else {
+        return throw(scope, "queueMicrotask: the callback is not a function", false);
+    };
+    scope.enqueue_microtask(callback);
+}
+
+/// What the serializer throws a value it cannot clone with: a `DOMException` named
+/// `DataCloneError` (its class, `web.js`'s, is the second argument of `clone`).
+struct CloneErrors {
+    class: v8::Global<v8::Function>,
+}
+
+impl v8::ValueSerializerImpl for CloneErrors {
+    fn throw_data_clone_error<'s>(
+        &self,
+        scope: &mut v8::PinScope<'s, '_>,
+        message: v8::Local<'s, v8::String>,
+    ) {
+        let class = v8::Local::new(scope, &self.class);
+        let Some(name) = v8::String::new(scope, "DataCloneError") else { return };
+        // When the constructor throws instead, that exception is the pending one.
+        if let Some(error) = class.new_instance(scope, &[message.into(), name.into()]) {
+            scope.throw_exception(error.into());
+        }
+    }
+}
+
+struct Deserializing;
+
+impl v8::ValueDeserializerImpl for Deserializing {}
+
+/// `clone(value, DOMException)`: `structuredClone`, by V8's own serializer (cycles, `Date`,
+/// `RegExp`, `Map`, `Set`, `BigInt`, typed arrays, errors; functions and symbols refused as
+/// `DataCloneError`). The serialized copy is charged to the run's memory while it exists.
+fn clone(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    use v8::{ValueDeserializerHelper as _, ValueSerializerHelper as _};
+    let Ok(class) = v8::Local::<v8::Function>::try_from(args.get(1)) else {
+        return throw(scope, "clone: no DOMException class", false);
+    };
+    let value = args.get(0);
+    let context = scope.get_current_context();
+    let errors = CloneErrors { class: v8::Global::new(scope, class) };
+    let serializer = v8::ValueSerializer::new(scope, Box::new(errors));
+    serializer.write_header();
+    // V8's serializer checks its stack as it recurses: a deep value is a `RangeError`, thrown.
+    if serializer.write_value(context, value) != Some(true) {
+        return;
+    }
+    let bytes = serializer.release();
+    let Some(run) = state::of(scope) else { return };
+    if !run.bounds.budget.reserve_host(bytes.len()) {
+        return throw(scope, "structuredClone: the copy does not fit in the run's memory", true);
+    }
+    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Deserializing), &bytes);
+    let copy = match deserializer.read_header(context) {
+        Some(true) => deserializer.read_value(context),
+        _ => None,
+    };
+    drop(deserializer);
+    run.bounds.budget.release_host(bytes.len());
+    if let Some(copy) = copy {
+        rv.set(copy);
+    }
+}
+
+/// A string argument as Rust text (lone surrogates as U+FFFD, as a `USVString` has them),
+/// charged to the run's memory while the native holds it (with room for what it makes of it).
+struct Held {
+    text: String,
+    charged: usize,
+    run: std::rc::Rc<crate::state::Run>,
+}
+
+impl Held {
+    fn new(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Option<Self> {
+        let run = state::of(scope)?;
+        let string = value.to_string(scope)?;
+        // The text, and about as much again for what is made from it.
+        let charged = string.utf8_length(scope).saturating_mul(2);
+        if !run.bounds.budget.reserve_host(charged) {
+            throw(scope, "the text does not fit in the run's memory", true);
+            return None;
+        }
+        Some(Self { text: string.to_rust_string_lossy(scope), charged, run })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.run.bounds.budget.release_host(self.charged);
+    }
+}
+
+/// The parts of `url` in the order `web.js` reads them: href, origin, protocol, username,
+/// password, host, hostname, port, pathname, search, hash.
+fn url_parts<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    url: &url::Url,
+) -> Option<v8::Local<'s, v8::Array>> {
+    use url::quirks;
+    let origin = quirks::origin(url);
+    let parts = [
+        quirks::href(url),
+        origin.as_str(),
+        quirks::protocol(url),
+        quirks::username(url),
+        quirks::password(url),
+        quirks::host(url),
+        quirks::hostname(url),
+        quirks::port(url),
+        quirks::pathname(url),
+        quirks::search(url),
+        quirks::hash(url),
+    ];
+    let values = parts
+        .iter()
+        .map(|part| v8::String::new(scope, part).map(Into::into))
+        .collect::<Option<Vec<v8::Local<'s, v8::Value>>>>()?;
+    Some(v8::Array::new_with_elements(scope, &values))
+}
+
+/// `urlParse(input, base?)`: the parts of the URL `input` names (against `base`), or `null`
+/// when either does not parse.
+fn url_parse(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(input) = Held::new(scope, args.get(0)) else { return };
+    let base = args.get(1);
+    let parsed = if base.is_undefined() {
+        url::Url::parse(&input.text)
+    } else {
+        let Some(base) = Held::new(scope, base) else { return };
+        url::Url::parse(&base.text).and_then(|base| base.join(&input.text))
+    };
+    match parsed {
+        Ok(url) => {
+            if let Some(parts) = url_parts(scope, &url) {
+                rv.set(parts.into());
+            }
+        }
+        Err(_) => rv.set(v8::null(scope).into()),
+    }
+}
+
+/// `urlSet(href, part, value)`: the parts after setting part `part` (as `url_parts` numbers
+/// them) of the URL `href` to `value`; a value the part cannot take leaves it as it was.
+fn url_set(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    use url::quirks;
+    let Some(href) = Held::new(scope, args.get(0)) else { return };
+    let part = args.get(1).uint32_value(scope).unwrap_or(u32::MAX);
+    let Some(value) = Held::new(scope, args.get(2)) else { return };
+    let Ok(mut url) = url::Url::parse(&href.text) else {
+        return throw(scope, "urlSet: the URL does not parse", false);
+    };
+    let value = value.text.as_str();
+    // Each setter leaves the URL as it was when the value does not fit its part.
+    let _ = match part {
+        2 => quirks::set_protocol(&mut url, value),
+        3 => quirks::set_username(&mut url, value),
+        4 => quirks::set_password(&mut url, value),
+        5 => quirks::set_host(&mut url, value),
+        6 => quirks::set_hostname(&mut url, value),
+        7 => quirks::set_port(&mut url, value),
+        8 => {
+            quirks::set_pathname(&mut url, value);
+            Ok(())
+        }
+        9 => {
+            quirks::set_search(&mut url, value);
+            Ok(())
+        }
+        10 => {
+            quirks::set_hash(&mut url, value);
+            Ok(())
+        }
+        _ => Err(()),
+    };
+    if let Some(parts) = url_parts(scope, &url) {
+        rv.set(parts.into());
+    }
+}
+
+/// `formParse(text)`: `application/x-www-form-urlencoded` `text` as `[name, value]` pairs.
+fn form_parse(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(text) = Held::new(scope, args.get(0)) else { return };
+    let mut pairs = Vec::new();
+    for (name, value) in form_urlencoded::parse(text.text.as_bytes()) {
+        let (Some(name), Some(value)) =
+            (v8::String::new(scope, &name), v8::String::new(scope, &value))
+        else {
+            return throw(scope, "formParse: a name or value is longer than a string can be", true);
+        };
+        pairs.push(v8::Array::new_with_elements(scope, &[name.into(), value.into()]).into());
+    }
+    rv.set(v8::Array::new_with_elements(scope, &pairs).into());
+}
+
+/// `formSerialize([name, value, name, value, ...])`: the pairs as
+/// `application/x-www-form-urlencoded` text.
+fn form_serialize(
+    scope: &mut v8::PinScope<'_, '_>,
+    args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Ok(flat) = v8::Local::<v8::Array>::try_from(args.get(0)) else {
+        return throw(scope, "formSerialize: not an array", false);
+    };
+    let mut serializer = form_urlencoded::Serializer::new(String::new());
+    let mut held = Vec::new();
+    for index in (0..flat.length()).step_by(2) {
+        let name = flat.get_index(scope, index).and_then(|name| Held::new(scope, name));
+        let value = flat.get_index(scope, index + 1).and_then(|value| Held::new(scope, value));
+        let (Some(name), Some(value)) = (name, value) else { return };
+        serializer.append_pair(&name.text, &value.text);
+        held.push((name, value));
+    }
+    match v8::String::new(scope, &serializer.finish()) {
+        Some(text) => rv.set(text.into()),
+        None => throw(scope, "formSerialize: the text is longer than a string can be", true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unfinished;
+
+    #[test]
+    fn an_unfinished_character_is_held_and_a_whole_or_malformed_one_is_not() {
+        assert_eq!(unfinished(b""), 0);
+        assert_eq!(unfinished(b"ab"), 2);
+        assert_eq!(unfinished("é".as_bytes()), 2);
+        assert_eq!(unfinished(&"é".as_bytes()[..1]), 0);
+        assert_eq!(unfinished(&"a€".as_bytes()[..3]), 1);
+        assert_eq!(unfinished(&"😀".as_bytes()[..3]), 0);
+        assert_eq!(unfinished("😀".as_bytes()), 4);
+        // A lone continuation byte, or a lead byte that leads nothing valid: replaced, not held.
+        assert_eq!(unfinished(b"a\x80"), 2);
+        assert_eq!(unfinished(b"a\xff"), 2);
+    }
+}

@@ -1,0 +1,312 @@
+//! The web platform's globals (`web.js`): the same programs run here and in Node (whose
+//! implementations are the reference), their JSON compared; and what a hostile program does with
+//! them.
+
+use code_runtime::json;
+use code_runtime::{CodeRunRequest, JsonValue, RunLimits};
+
+use crate::*;
+
+/// `program` (the body of an async function, plain JavaScript) run by Node: its value as JSON.
+/// Node is part of the test tools (`.ci/run` has it); a machine without it fails here.
+#[expect(clippy::disallowed_methods, reason = "Node, the reference implementation")]
+fn in_node(program: &str) -> JsonValue {
+    let wrapped = format!(
+        "(async () => {{\n{program}\n}})().then((v) => process.stdout.write(JSON.stringify(v)), (e) => {{ console.error(e); process.exit(1); }});"
+    );
+    let out = std::process::Command::new("node")
+        .arg("-e")
+        .arg(&wrapped)
+        .output()
+        .expect("node runs (the differential tests need it)");
+    assert!(out.status.success(), "node failed: {}", String::from_utf8_lossy(&out.stderr));
+    json::parse(&String::from_utf8_lossy(&out.stdout)).expect("node printed JSON")
+}
+
+#[track_caller]
+fn same_as_node(program: &str) {
+    let ours = value(&run(program, vec![])).clone();
+    assert_eq!(ours, in_node(program), "{program}");
+}
+
+#[test]
+fn base64_agrees_with_node() {
+    same_as_node(
+        r#"const all = Array.from({ length: 256 }, (_, i) => String.fromCharCode(i)).join("");
+const attempt = (f) => { try { return f(); } catch (e) { return [e.name, e.code, e instanceof DOMException]; } };
+return [
+  btoa(all), atob(btoa(all)) === all, btoa(""), btoa("a"), btoa("ab"), btoa("abc"), btoa(12),
+  atob(" YW\nJj\tZA = = ".replace(/ = = $/, "==")), atob("YWJjZA"), atob("YQ"), atob(""),
+  attempt(() => atob("YWJjZ")), attempt(() => atob("Y===")), attempt(() => atob("YW*j")),
+  attempt(() => btoa("€")), attempt(() => atob("\u0100")), atob("YR=="), atob("YWJ"),
+];"#,
+    );
+}
+
+#[test]
+fn urls_agree_with_node() {
+    same_as_node(
+        r##"const parts = (u) => [u.href, u.origin, u.protocol, u.username, u.password, u.host, u.hostname, u.port, u.pathname, u.search, u.hash];
+const parse = (input, base) => { try { return parts(base === undefined ? new URL(input) : new URL(input, base)); } catch (e) { return e.name; } };
+const cases = [
+  ["https://user:pa ss@EXAMPLE.com:443/a/../b/./c?q=1 2#frag ment"],
+  ["http://münchen.de/straße?x=ü"], ["https://xn--mnchen-3ya.de/"], ["http://☃.net/"],
+  ["http://0x7f.1/"], ["http://127.1/"], ["http://192.168.0.257/"], ["http://[::ffff:127.0.0.1]:8080/"],
+  ["http://example.com:80/"], ["ws://h:81/p"], ["file:///C:/dir/../x.txt"], ["data:text/plain,hi there"],
+  ["mailto:a@b.c?subject=hi"], ["javascript:alert(1)"], ["blob:https://example.com/uuid"],
+  ["HTTP://EX%41MPLE.COM/%7e%zz?%41#%42"], ["http://example.com/a b/<>\"`{}|\\^"],
+  ["../x/y?z", "https://h.com/a/b/c"], ["//other.org/p", "https://h.com/a"], ["?only", "https://h.com/a?b#c"],
+  ["#h", "https://h.com/a?b"], ["", "https://h.com/a?b#c"], ["/abs", "https://h.com/a/b"],
+  ["https://h.com/\\back\\slash"], ["  https://h.com/trim  "], ["https://h.com/\t\nx"],
+  ["not a url"], ["https://"], ["http://a b/"], ["https://h.com:99999/"], ["https://ex ample.com"],
+  ["http://[1:2:3]/"], ["x", "not a base"], ["https://h.com/?a=1&a=2&b=%20+c"],
+];
+const results = cases.map(([input, base]) => parse(input, base));
+const u = new URL("https://h.com/p?a=1&b=2#x");
+u.searchParams.append("c", "3 4&5");
+u.searchParams.delete("a");
+const afterParams = u.href;
+u.search = "?z=9";
+const paramsAfterSearch = [...u.searchParams];
+u.hash = "";
+u.pathname = "/new path/ü";
+u.port = "8443";
+u.hostname = "other.org";
+u.protocol = "http";
+u.username = "me";
+u.password = "p@ss";
+const setHref = (() => { try { u.href = "nope"; return "set"; } catch (e) { return e.name; } })();
+const p = new URLSearchParams("?b=2&a=1&b=1&%E2%82%AC=%zz&sp=a+b&e=");
+const order = [...p.keys()];
+p.sort();
+const sorted = p.toString();
+const fromPairs = new URLSearchParams([["x", "1"], ["y", "é & ü"]]).toString();
+const fromRecord = new URLSearchParams({ k: "v", n: 1 }).toString();
+const special = new URLSearchParams({ q: "a b+c/d?e=f&g#h~!*()'" }).toString();
+p.set("b", "only");
+return [
+  results, afterParams, paramsAfterSearch, u.href, setHref, order, sorted, fromPairs, fromRecord,
+  special, p.getAll("b"), p.get("missing"), p.has("a"), p.has("a", "2"), p.size,
+  URL.canParse("https://x.y"), URL.canParse("nope"), URL.canParse("/p", "https://x.y"),
+  JSON.stringify({ u: new URL("https://x.y/") }), String(new URL("HTTPS://X.Y")),
+];"##,
+    );
+}
+
+#[test]
+fn text_encoding_agrees_with_node() {
+    same_as_node(
+        r#"const enc = new TextEncoder();
+const bytes = (s) => Array.from(enc.encode(s));
+const dec = (a, o) => new TextDecoder("utf-8", o).decode(new Uint8Array(a));
+const into = (s, n) => { const d = new Uint8Array(n); const r = enc.encodeInto(s, d); return [r.read, r.written, Array.from(d)]; };
+const fatal = (a) => { try { return dec(a, { fatal: true }); } catch (e) { return e.name; } };
+const stream = new TextDecoder();
+const smile = Array.from(enc.encode("a😀b"));
+const streamed = [stream.decode(new Uint8Array(smile.slice(0, 2)), { stream: true }),
+  stream.decode(new Uint8Array(smile.slice(2, 4)), { stream: true }),
+  stream.decode(new Uint8Array(smile.slice(4)))];
+return [
+  enc.encoding, bytes("héllo €😀"), bytes("\ud800"), bytes("a\udc00b"), bytes("\ud83d\ude00"),
+  into("héllo", 3), into("😀x", 3), into("😀x", 4), into("", 2),
+  dec([0x68, 0xc3, 0xa9]), dec([0xef, 0xbb, 0xbf, 0x61]), dec([0xef, 0xbb, 0xbf, 0x61], { ignoreBOM: true }).length,
+  dec([0xf0, 0x80, 0x80]), dec([0xc0, 0x80]), dec([0xed, 0xa0, 0x80]), dec([0xe2, 0x82]), dec([0xff, 0x61, 0xf4, 0x90, 0x80, 0x80]),
+  fatal([0x61, 0x80]), fatal([0x61]), streamed,
+  new TextDecoder("UTF8").encoding, new TextDecoder(" unicode-1-1-utf-8 ").encoding,
+  new TextDecoder().decode(new Uint16Array([0x6968]).buffer),
+  new TextDecoder().decode(new DataView(new Uint8Array([0x6f, 0x6b]).buffer)),
+  new TextDecoder().decode(),
+];"#,
+    );
+}
+
+#[test]
+fn structured_clone_agrees_with_node() {
+    same_as_node(
+        r#"const cyclic = { name: "root", list: [1, 2] };
+cyclic.self = cyclic;
+cyclic.list.push(cyclic.list);
+const copy = structuredClone(cyclic);
+const date = structuredClone(new Date(1700000000000));
+const map = structuredClone(new Map([[1, { a: 1 }], ["k", [2]]]));
+const set = structuredClone(new Set([1, "x", 1]));
+const re = structuredClone(/a+b/gi);
+const big = structuredClone(12345678901234567890n);
+const typed = structuredClone(new Float64Array([1.5, -0, NaN]));
+const error = structuredClone(new RangeError("bad"));
+const refused = (v) => { try { structuredClone(v); return "cloned"; } catch (e) { return [e.name, e.code, e instanceof DOMException]; } };
+return [
+  copy !== cyclic, copy.self === copy, copy.list[2] === copy.list, copy.name,
+  date instanceof Date, date.getTime(), [...map.entries()], [...set], re.source, re.flags,
+  typeof big, big.toString(), typed.constructor.name, Array.from(typed).map(String),
+  error instanceof RangeError, error.message,
+  refused(() => 1), refused(Symbol("s")), refused({ f() {} }), structuredClone(undefined) === undefined,
+  structuredClone([1, , 3]).length, Object.keys(structuredClone({ b: 1, a: 2 })),
+];"#,
+    );
+}
+
+#[test]
+fn events_and_abort_agree_with_node() {
+    same_as_node(
+        r#"const log = [];
+const target = new EventTarget();
+const once = () => log.push("once");
+target.addEventListener("ping", (e) => log.push(["first", e.type, e.eventPhase, e.target === target, e.cancelable]));
+target.addEventListener("ping", once, { once: true });
+target.addEventListener("ping", once, { once: true });
+target.addEventListener("ping", { handleEvent(e) { log.push("object"); } });
+target.addEventListener("ping", (e) => { log.push("stopper"); e.stopImmediatePropagation(); });
+target.addEventListener("ping", () => log.push("never"));
+const r1 = target.dispatchEvent(new Event("ping", { cancelable: true }));
+const r2 = target.dispatchEvent(new Event("ping"));
+const blocker = new EventTarget();
+blocker.addEventListener("go", (e) => e.preventDefault());
+blocker.addEventListener("go", (e) => log.push(["prevented", e.defaultPrevented]), { passive: true });
+const r3 = blocker.dispatchEvent(new Event("go", { cancelable: true }));
+const r4 = blocker.dispatchEvent(new Event("go"));
+const custom = new CustomEvent("c", { detail: { n: 1 } });
+const controller = new AbortController();
+const signalled = new EventTarget();
+signalled.addEventListener("x", () => log.push("signalled"), { signal: controller.signal });
+controller.signal.onabort = (e) => log.push(["onabort", e.type]);
+controller.signal.addEventListener("abort", () => log.push("abort listener"));
+signalled.dispatchEvent(new Event("x"));
+controller.abort();
+controller.abort("again");
+signalled.dispatchEvent(new Event("x"));
+const reason = controller.signal.reason;
+const custom2 = new AbortController();
+custom2.abort({ why: "mine" });
+const thrown = (() => { try { controller.signal.throwIfAborted(); } catch (e) { return [e.name, e.message, e.code]; } })();
+const early = AbortSignal.abort();
+const any = AbortSignal.any([new AbortController().signal, custom2.signal]);
+const later = new AbortController();
+const anyLater = AbortSignal.any([later.signal]);
+const before = anyLater.aborted;
+later.abort("late");
+const timeout = AbortSignal.timeout(5);
+await new Promise((resolve) => setTimeout(resolve, 40));
+const illegal = (() => { try { new AbortSignal(); return "made"; } catch (e) { return e.name; } })();
+const dom = new DOMException("m", "NotFoundError");
+const plain = new DOMException();
+return [
+  log, r1, r2, r3, r4, custom.detail, custom instanceof Event, Object.prototype.toString.call(custom),
+  [reason.name, reason.message, reason.code, reason instanceof DOMException, reason instanceof Error],
+  custom2.signal.reason, thrown, early.aborted, early.reason.name, any.aborted, any.reason,
+  before, anyLater.reason, timeout.aborted, timeout.reason.name, timeout.reason.message, illegal,
+  [dom.name, dom.message, dom.code, dom instanceof Error, String(dom)], [plain.name, plain.message, plain.code],
+  [DOMException.ABORT_ERR, DOMException.DATA_CLONE_ERR, DOMException.INVALID_CHARACTER_ERR, Event.AT_TARGET],
+  Object.prototype.toString.call(new AbortController().signal),
+];"#,
+    );
+}
+
+/// A passive listener cannot cancel its event (DOM: the "in passive listener" flag); Node 20
+/// lets it, so this one is not compared with Node.
+#[test]
+fn a_passive_listener_cannot_prevent_the_default() {
+    let program = r#"const target = new EventTarget();
+let seen;
+target.addEventListener("go", (e) => { e.preventDefault(); seen = e.defaultPrevented; }, { passive: true });
+const dispatched = target.dispatchEvent(new Event("go", { cancelable: true }));
+return [seen, dispatched]"#;
+    assert_eq!(value(&run(program, vec![])), &json!([false, true]));
+}
+
+#[test]
+fn microtasks_and_intervals_agree_with_node() {
+    same_as_node(
+        r#"const order = [];
+setTimeout(() => order.push("timeout"), 0);
+queueMicrotask(() => order.push("micro 1"));
+Promise.resolve().then(() => order.push("promise"));
+queueMicrotask(() => order.push("micro 2"));
+order.push("sync");
+let ticks = 0;
+await new Promise((resolve) => {
+  const id = setInterval((a, b) => { ticks += a + b; if (ticks >= 9) { clearInterval(id); resolve(null); } }, 1, 1, 2);
+});
+let stopped = 0;
+const other = setInterval(() => stopped++, 1);
+await new Promise((resolve) => setTimeout(resolve, 5));
+clearTimeout(other);
+const seen = stopped;
+await new Promise((resolve) => setTimeout(resolve, 10));
+const bad = (() => { try { queueMicrotask(1); } catch (e) { return e.name; } })();
+return [order, ticks, stopped === seen, bad, typeof performance.timeOrigin, performance.timeOrigin > 1.6e12];"#,
+    );
+}
+
+#[test]
+fn the_globals_are_there_and_cost_nothing_until_touched() {
+    let program = r#"const names = ["URL", "URLSearchParams", "DOMException", "Event", "CustomEvent", "EventTarget", "AbortController",
+  "AbortSignal", "atob", "btoa", "TextEncoder", "TextDecoder", "setInterval", "clearInterval",
+  "queueMicrotask", "structuredClone", "navigator"];
+const before = names.map((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n).get);
+const types = names.map((n) => typeof globalThis[n]);
+const after = names.map((n) => "value" in Object.getOwnPropertyDescriptor(globalThis, n));
+return [before, types, after, navigator.userAgent.startsWith("code-runtime/"), typeof fetch];"#;
+    let accessors = format!("[{}]", vec!["\"function\""; 17].join(","));
+    let types = format!("[{},\"object\"]", vec!["\"function\""; 16].join(","));
+    let values = format!("[{}]", vec!["true"; 17].join(","));
+    let expected = format!("[{accessors},{types},{values},true,\"undefined\"]");
+    assert_eq!(
+        value(&run(program, vec![])),
+        &json::parse(&expected).expect("JSON"),
+        "each name is an accessor until one is touched; fetch stays absent"
+    );
+    // A program's own definition wins, before or after the first touch.
+    let own = "globalThis.atob = () => 'mine'; const b = btoa('a'); globalThis.btoa = 1; return [atob('YQ=='), b, btoa]";
+    assert_eq!(value(&run(own, vec![])), &json!(["mine", "YQ==", 1]));
+}
+
+/// Large, deep and odd inputs: the budgets hold and the run ends in a result, the host intact.
+/// In `process` isolation, the one for programs nobody vouches for: a single allocation of
+/// hundreds of megabytes (a 100 MB `btoa`'s result) is V8's fatal out-of-memory error, which a
+/// `thread` isolate's host does not survive (`memory.rs`, `MAX_UNWINDS`).
+#[test]
+fn hostile_inputs_end_in_results() {
+    let runtime = process_runtime(Limits { max_memory_mb: 64, ..Limits::default() });
+    for (program, expected) in [
+        // 100 MB of text to encode: the run's memory refuses it.
+        ("const s = 'x'.repeat(100 * 1024 * 1024); return btoa(s).length", "memory"),
+        ("return new TextEncoder().encode('é'.repeat(60 * 1024 * 1024)).length", "memory"),
+        // A million levels: V8's serializer checks its stack.
+        (
+            "let v = {}; for (let i = 0; i < 1_000_000; i++) v = { v }; try { structuredClone(v); return 'cloned' } catch (e) { return e.name }",
+            "RangeError",
+        ),
+        (
+            "const a = new Uint8Array(8); return new TextEncoder().encodeInto('x'.repeat(1e6), a).written",
+            "8",
+        ),
+        // A 64 MB URL: refused by the run's memory, or parsed; never the host's problem.
+        (
+            "try { return new URL('https://h.com/' + 'a'.repeat(64 * 1024 * 1024)).href.length } catch (e) { return e.name }",
+            "url",
+        ),
+    ] {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let text = result.to_json();
+        match expected {
+            // Refused one way or another (a `RangeError`, or the run stopped for its memory).
+            "memory" => assert!(result.error().is_some(), "{program}: {text}"),
+            // Parsed whole, or refused as a `RangeError` the program caught, or the run stopped
+            // for its memory.
+            "url" => assert!(
+                text.contains("67108878")
+                    || text.contains("RangeError")
+                    || result.error().is_some(),
+                "{program}: {text}"
+            ),
+            expected => assert!(text.contains(expected), "{program}: {text}"),
+        }
+    }
+    // An event loop of listeners that dispatch to each other ends by the compute budget.
+    let looping = "const t = new EventTarget(); t.addEventListener('e', () => queueMicrotask(() => t.dispatchEvent(new Event('e')))); t.dispatchEvent(new Event('e')); await new Promise(() => {});";
+    let limited = CodeRunRequest::new(looping)
+        .limits(RunLimits { max_wall_ms: Some(500), ..Default::default() });
+    let result = run_on(default_runtime(), limited);
+    assert!(result.error().is_some(), "{}", result.to_json());
+}
