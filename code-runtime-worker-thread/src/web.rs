@@ -1,11 +1,11 @@
-//! The web platform's common globals (`web.js`: `URL`-less for now, see the module's list) and the
-//! natives under them. A run pays nothing for them until its program first touches one:
-//! `builtins.rs` defines each name as an accessor that calls [`load`], which compiles `web.js`
-//! and hands it these natives.
+//! The web platform's common globals without I/O (`web.js`; [`NAMES`]) and the natives under
+//! them. A run pays for them only once its program first touches one: `builtins.rs` defines each
+//! name as an accessor that calls [`load`], which compiles `web.js` and hands it these natives.
 //!
 //! The natives never allocate program-visible memory themselves: a byte array is made by the
 //! JavaScript side (`new Uint8Array(n)`, which the run's allocator meters and which fails as a
-//! `RangeError`), and the natives read or fill it.
+//! `RangeError`), and the natives read or fill it; text they copy is charged to the run's memory
+//! while they hold it (`Held`).
 
 use crate::state;
 
