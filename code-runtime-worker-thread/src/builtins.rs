@@ -126,7 +126,9 @@ fn now(
     rv.set(v8::Number::new(scope, run.entropy.now_ms()).into());
 }
 
-fn since_start(
+/// `performance.now()`: milliseconds since the run started, from its clock (also `web.rs`'s
+/// `Event.timeStamp`).
+pub(crate) fn since_start(
     scope: &mut v8::PinScope<'_, '_>,
     _args: v8::FunctionCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
