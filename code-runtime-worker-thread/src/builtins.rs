@@ -96,7 +96,7 @@ pub(crate) fn install<'s>(
     let arguments = [
         global.into(),
         v8::Function::new(scope, now)?.into(),
-        v8::Function::new(scope, since_start)?.into(),
+        v8::Function::new(scope, web::since_start)?.into(),
         v8::Function::new(scope, random)?.into(),
         v8::Function::new(scope, bytes)?.into(),
         v8::Boolean::new(scope, entropy.reproducible()).into(),
@@ -124,17 +124,6 @@ fn now(
 ) {
     let Some(run) = state::of(scope) else { return };
     rv.set(v8::Number::new(scope, run.entropy.now_ms()).into());
-}
-
-/// `performance.now()`: milliseconds since the run started, from its clock (also `web.rs`'s
-/// `Event.timeStamp`).
-pub(crate) fn since_start(
-    scope: &mut v8::PinScope<'_, '_>,
-    _args: v8::FunctionCallbackArguments<'_>,
-    mut rv: v8::ReturnValue<'_, v8::Value>,
-) {
-    let Some(run) = state::of(scope) else { return };
-    rv.set(v8::Number::new(scope, run.entropy.since_start_ms()).into());
 }
 
 fn random(

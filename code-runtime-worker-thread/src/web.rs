@@ -7,7 +7,6 @@
 //! `RangeError`), and the natives read or fill it; text they copy is charged to the run's memory
 //! while they hold it (`Held`).
 
-use crate::builtins;
 use crate::state;
 
 /// The names `web.js` defines, which `builtins.rs` makes lazy.
@@ -58,7 +57,7 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
         ("urlSet", v8::Function::new(scope, url_set)?),
         ("formParse", v8::Function::new(scope, form_parse)?),
         ("formSerialize", v8::Function::new(scope, form_serialize)?),
-        ("now", v8::Function::new(scope, builtins::since_start)?),
+        ("now", v8::Function::new(scope, since_start)?),
         ("utf8Length", v8::Function::new(scope, utf8_length)?),
         ("encodeInto", v8::Function::new(scope, encode_into)?),
         ("decode", v8::Function::new(scope, decode)?),
@@ -84,6 +83,17 @@ fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
         v8::Exception::type_error(scope, message)
     };
     scope.throw_exception(error);
+}
+
+/// `performance.now()`: milliseconds since the run started, from its clock (also
+/// `Event.timeStamp`; `builtins.rs` installs it).
+pub(crate) fn since_start(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    mut rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    let Some(run) = state::of(scope) else { return };
+    rv.set(v8::Number::new(scope, run.entropy.since_start_ms()).into());
 }
 
 /// `utf8Length(string)`: the bytes of its UTF-8 (a lone surrogate counts as U+FFFD's three).
