@@ -1,7 +1,7 @@
 //! The built-ins the runtime adds to or replaces in every program's realm: `performance` and
-//! `crypto` (when the realm has none), and in a run that may pause or that resumes
-//! `Math.random` and `Date`, all reading the run's [`Entropy`]; and the web platform's globals
-//! (`web.rs`), as accessors that compile them on first use.
+//! `crypto` (when the realm has none; `crypto.subtle` is `web.js`'s), and in a run that may
+//! pause or that resumes `Math.random` and `Date`, all reading the run's [`Entropy`]; and the
+//! web platform's globals (`web.rs`), as accessors that compile them on first use.
 
 use crate::entropy::Entropy;
 use crate::state;
@@ -60,12 +60,16 @@ const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, repr
   // The web platform's globals (`web.js`), compiled on the first touch of any of them: until
   // then each name is an accessor. A program that assigns one first keeps its own.
   let web;
-  const lazy = new Map();
-  const settle = () => {
+  const loaded = () => {
     if (web === undefined) {
       const [make, natives] = load();
-      web = make(global, natives);
+      web = make(global, natives, getRandomValues);
     }
+    return web;
+  };
+  const lazy = new Map();
+  const settle = () => {
+    loaded();
     for (const [name, accessor] of lazy) {
       if (Object.getOwnPropertyDescriptor(global, name)?.get === accessor) define(global, name, web[name]);
     }
@@ -80,7 +84,10 @@ const INSTALL: &str = r#"(function (global, now, sinceStart, random, bytes, repr
     });
   }
   if (!("crypto" in global)) {
-    define(global, "crypto", Object.freeze({ getRandomValues, randomUUID }));
+    // `subtle` is `web.js`'s, compiled on first use like the globals above.
+    define(global, "crypto", Object.freeze(Object.defineProperty({ getRandomValues, randomUUID }, "subtle", {
+      get: function subtle() { return loaded().subtle; }, enumerable: true, configurable: false,
+    })));
   }
 })"#;
 

@@ -72,6 +72,8 @@ mod builtins;
 mod cell;
 mod config;
 mod convert;
+mod crypto;
+mod encoding;
 mod entropy;
 mod globals;
 mod imports;

@@ -101,6 +101,10 @@ pub(crate) struct RunState {
     pub(crate) main: Option<v8::Global<v8::Promise>>,
     /// A resumed run's recorded answers, which the isolate gives itself.
     pub(crate) replay: LocalReplay,
+    /// The `TextDecoder` streams of encodings other than UTF-8 that have not ended, by id
+    /// (see `encoding.rs`).
+    pub(crate) decoders: HashMap<u32, encoding_rs::Decoder>,
+    pub(crate) next_decoder: u32,
 }
 
 /// A call the host has not settled: its promise, its member, and what it holds of the memory

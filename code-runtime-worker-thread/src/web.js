@@ -1,7 +1,7 @@
 // The web platform's common globals that need no I/O (WinterTC's Minimum Common API, in part),
 // in JavaScript over the realm's own built-ins. Compiled on first use of any of them in a run
 // (`web.rs`); this function returns them by name.
-(function (global, natives) {
+(function (global, natives, getRandomValues) {
   "use strict";
   const define = (object, name, value) =>
     Object.defineProperty(object, name, { value, writable: true, configurable: true });
@@ -330,8 +330,8 @@
     return out.join("");
   }
 
-  // TextEncoder and TextDecoder: UTF-8.
-  const utf8Labels = new Set(["unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "utf-8", "utf8", "x-unicode20utf8"]);
+  // TextEncoder and TextDecoder: UTF-8 by V8's own coders (natives), and the Encoding
+  // Standard's other encodings by `encoding_rs` (`encoding.rs`).
   class TextEncoder {
     get encoding() { return "utf-8"; }
     encode(input = "") {
@@ -353,16 +353,19 @@
   tag(TextEncoder, "TextEncoder");
 
   class TextDecoder {
-    #fatal; #ignoreBOM; #pending = null;
+    #encoding; #fatal; #ignoreBOM;
+    // UTF-8: the bytes of an unfinished character; other encodings: the id of their stream.
+    #pending = null; #stream = 0;
     constructor(label = "utf-8", options = undefined) {
-      const name = String(label).trim().toLowerCase();
-      if (!utf8Labels.has(name)) {
-        throw new RangeError(`The "${label}" encoding is not supported`);
+      const name = natives.encoding(String(label));
+      if (name === null || name === "replacement") {
+        throw new RangeError(`The "${name ?? label}" encoding is not supported`);
       }
+      this.#encoding = name;
       this.#fatal = Boolean(options?.fatal);
       this.#ignoreBOM = Boolean(options?.ignoreBOM);
     }
-    get encoding() { return "utf-8"; }
+    get encoding() { return this.#encoding; }
     get fatal() { return this.#fatal; }
     get ignoreBOM() { return this.#ignoreBOM; }
     decode(input = undefined, options = undefined) {
@@ -374,6 +377,14 @@
         throw new TypeError("Failed to execute 'decode' on 'TextDecoder': The provided value is not of type '(ArrayBuffer or ArrayBufferView)'.");
       }
       const stream = Boolean(options?.stream);
+      if (this.#encoding !== "utf-8") {
+        const [text, id] = natives.decodeAs(this.#encoding, bytes, this.#fatal, this.#ignoreBOM, stream, this.#stream);
+        this.#stream = id;
+        if (text === null) {
+          throw new TypeError(`The encoded data was not valid for encoding ${this.#encoding}`);
+        }
+        return text;
+      }
       const start = this.#pending === null;
       if (this.#pending !== null) {
         const joined = new Uint8Array(this.#pending.length + bytes.length);
@@ -627,9 +638,177 @@
   }
   tag(URL, "URL");
 
+
+  // crypto.subtle: the SHA digests and HMAC (natives over RustCrypto's, `crypto.rs`); Web
+  // Crypto's other algorithms are refused by name, with what is here.
+  const HASHES = { "SHA-1": [20, 512], "SHA-256": [32, 512], "SHA-384": [48, 1024], "SHA-512": [64, 1024] };
+  const JWK_ALGS = { "SHA-1": "HS1", "SHA-256": "HS256", "SHA-384": "HS384", "SHA-512": "HS512" };
+  const HERE = "crypto.subtle has digest (SHA-1, SHA-256, SHA-384, SHA-512) and HMAC (generateKey, importKey, exportKey, sign, verify)";
+  const unsupported = (what) => new DOMException(`${what} is not supported here: ${HERE}`, "NotSupportedError");
+  const algorithmName = (algorithm) => {
+    if (typeof algorithm === "string") return algorithm;
+    if (algorithm !== null && typeof algorithm === "object" && algorithm.name !== undefined) {
+      return String(algorithm.name);
+    }
+    throw new TypeError("Algorithm: name: Missing or not a string");
+  };
+  const hashOf = (algorithm) => {
+    const name = algorithmName(algorithm);
+    const canonical = name.toUpperCase();
+    if (!(canonical in HASHES)) throw unsupported(`The algorithm "${name}"`);
+    return canonical;
+  };
+  const isHmac = (algorithm) => {
+    const name = algorithmName(algorithm);
+    if (name.toUpperCase() !== "HMAC") throw unsupported(`The algorithm "${name}"`);
+  };
+  // The bytes of a BufferSource, as a Uint8Array over them (read before the method returns).
+  const bytesOf = (value, what) => {
+    if (value instanceof ArrayBuffer || value instanceof SharedArrayBuffer) return new Uint8Array(value);
+    if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+    throw new TypeError(`${what}: not an ArrayBuffer, TypedArray or DataView`);
+  };
+  const keyUsages = (usages, allowed) => {
+    const list = [...usages].map(String);
+    for (const usage of list) {
+      if (!allowed.includes(usage)) throw new DOMException(`Unsupported key usage for an HMAC key: ${usage}`, "SyntaxError");
+    }
+    if (list.length === 0) throw new DOMException("Usages cannot be empty when creating a key.", "SyntaxError");
+    return [...new Set(list)];
+  };
+  const base64url = (bytes) => {
+    const pieces = [];
+    for (let i = 0; i < bytes.length; i += PIECE) pieces.push(String.fromCharCode.apply(null, bytes.subarray(i, i + PIECE)));
+    return btoa(pieces.join("")).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  };
+  const fromBase64url = (text) => {
+    if (typeof text !== "string" || /[^A-Za-z0-9_-]/.test(text)) {
+      throw new DOMException("Invalid keyData: k is not base64url", "DataError");
+    }
+    let binary;
+    try { binary = atob(text.replace(/-/g, "+").replace(/_/g, "/")); } catch {
+      throw new DOMException("Invalid keyData: k is not base64url", "DataError");
+    }
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  };
+
+  const making = Symbol("making");
+  let keyAccess;
+  class CryptoKey {
+    #algorithm; #extractable; #usages; #bytes;
+    constructor(token, hash, bytes, extractable, usages) {
+      if (token !== making) throw new TypeError("Illegal constructor");
+      this.#algorithm = Object.freeze({ name: "HMAC", hash: Object.freeze({ name: hash }), length: bytes.length * 8 });
+      this.#bytes = bytes;
+      this.#extractable = Boolean(extractable);
+      this.#usages = Object.freeze(usages);
+    }
+    get type() { return "secret"; }
+    get extractable() { return this.#extractable; }
+    get algorithm() { return this.#algorithm; }
+    get usages() { return this.#usages; }
+    static {
+      keyAccess = (key, usage) => {
+        if (!(key instanceof CryptoKey)) throw new TypeError("The key is not a CryptoKey");
+        if (usage !== "export" && !key.#usages.includes(usage)) {
+          throw new DOMException(`The key does not support the "${usage}" operation`, "InvalidAccessError");
+        }
+        if (usage === "export" && !key.#extractable) {
+          throw new DOMException("The key is not extractable", "InvalidAccessError");
+        }
+        return [key.#algorithm.hash.name, key.#bytes];
+      };
+    }
+  }
+  tag(CryptoKey, "CryptoKey");
+
+  const hmacKey = (algorithm, bytes, extractable, usages) => {
+    const hash = hashOf(algorithm.hash ?? (() => { throw new TypeError("Algorithm: hash: Missing"); })());
+    if (algorithm.length !== undefined) {
+      const length = Number(algorithm.length);
+      if (length > bytes.length * 8 || length <= bytes.length * 8 - 8) {
+        throw new DOMException("Invalid key length", "DataError");
+      }
+    }
+    if (bytes.length === 0) throw new DOMException("Zero-length key is not supported", "DataError");
+    return new CryptoKey(making, hash, bytes, extractable, keyUsages(usages, ["sign", "verify"]));
+  };
+  const copy = (bytes) => new Uint8Array(bytes);
+  class SubtleCrypto {
+    constructor(token) {
+      if (token !== making) throw new TypeError("Illegal constructor");
+    }
+    async digest(algorithm, data) {
+      required(2, arguments.length, "Failed to execute 'digest' on 'SubtleCrypto'");
+      const hash = hashOf(algorithm);
+      const out = new Uint8Array(HASHES[hash][0]);
+      natives.digest(hash, bytesOf(data, "digest: data"), out);
+      return out.buffer;
+    }
+    async importKey(format, keyData, algorithm, extractable, usages) {
+      required(5, arguments.length, "Failed to execute 'importKey' on 'SubtleCrypto'");
+      isHmac(algorithm);
+      if (format === "raw") return hmacKey(algorithm, copy(bytesOf(keyData, "importKey: keyData")), extractable, usages);
+      if (format !== "jwk") throw unsupported(`The key format "${format}" for HMAC`);
+      if (keyData === null || typeof keyData !== "object") throw new TypeError("importKey: keyData: not a JsonWebKey");
+      if (keyData.kty !== "oct") throw new DOMException("Invalid keyData: kty must be \"oct\"", "DataError");
+      const key = hmacKey(algorithm, fromBase64url(keyData.k), extractable, usages);
+      if (keyData.alg !== undefined && keyData.alg !== JWK_ALGS[key.algorithm.hash.name]) {
+        throw new DOMException("Invalid keyData: alg does not match the hash", "DataError");
+      }
+      if (keyData.ext === false && extractable) {
+        throw new DOMException("Invalid keyData: ext is false but the key is extractable", "DataError");
+      }
+      return key;
+    }
+    async generateKey(algorithm, extractable, usages) {
+      required(3, arguments.length, "Failed to execute 'generateKey' on 'SubtleCrypto'");
+      isHmac(algorithm);
+      const hash = hashOf(algorithm.hash ?? (() => { throw new TypeError("Algorithm: hash: Missing"); })());
+      const bits = algorithm.length === undefined ? HASHES[hash][1] : Number(algorithm.length);
+      if (bits === 0) throw new DOMException("The HMAC key length must not be 0", "OperationError");
+      if (!Number.isInteger(bits) || bits < 0 || bits % 8 !== 0) {
+        throw new TypeError(`The HMAC key length must be a multiple of 8, not ${algorithm.length}`);
+      }
+      const bytes = new Uint8Array(bits / 8);
+      for (let i = 0; i < bytes.length; i += 65536) getRandomValues(bytes.subarray(i, i + 65536));
+      return hmacKey({ hash }, bytes, extractable, usages);
+    }
+    async exportKey(format, key) {
+      required(2, arguments.length, "Failed to execute 'exportKey' on 'SubtleCrypto'");
+      const [hash, bytes] = keyAccess(key, "export");
+      if (format === "raw") return copy(bytes).buffer;
+      if (format !== "jwk") throw unsupported(`The key format "${format}" for HMAC`);
+      return { key_ops: [...key.usages], ext: true, kty: "oct", k: base64url(bytes), alg: JWK_ALGS[hash] };
+    }
+    async sign(algorithm, key, data) {
+      required(3, arguments.length, "Failed to execute 'sign' on 'SubtleCrypto'");
+      isHmac(algorithm);
+      const [hash, bytes] = keyAccess(key, "sign");
+      const out = new Uint8Array(HASHES[hash][0]);
+      natives.hmac(hash, bytes, bytesOf(data, "sign: data"), out);
+      return out.buffer;
+    }
+    async verify(algorithm, key, signature, data) {
+      required(4, arguments.length, "Failed to execute 'verify' on 'SubtleCrypto'");
+      isHmac(algorithm);
+      const [hash, bytes] = keyAccess(key, "verify");
+      return natives.hmacVerify(hash, bytes, bytesOf(data, "verify: data"), bytesOf(signature, "verify: signature"));
+    }
+  }
+  for (const method of ["encrypt", "decrypt", "deriveBits", "deriveKey", "wrapKey", "unwrapKey"]) {
+    define(SubtleCrypto.prototype, method, {
+      async [method]() { throw unsupported(`crypto.subtle.${method}`); },
+    }[method]);
+  }
+  tag(SubtleCrypto, "SubtleCrypto");
+  const subtle = new SubtleCrypto(making);
+
   return {
     URL, URLSearchParams, DOMException, Event, CustomEvent, EventTarget, AbortController, AbortSignal, atob, btoa,
     TextEncoder, TextDecoder, setInterval, clearInterval, queueMicrotask, structuredClone,
-    navigator,
+    navigator, CryptoKey, SubtleCrypto, subtle,
   };
 })

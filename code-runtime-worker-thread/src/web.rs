@@ -7,10 +7,10 @@
 //! `RangeError`), and the natives read or fill it; text they copy is charged to the run's memory
 //! while they hold it (`Held`).
 
-use crate::state;
+use crate::{crypto, encoding, state};
 
 /// The names `web.js` defines, which `builtins.rs` makes lazy.
-pub(crate) const NAMES: [&str; 17] = [
+pub(crate) const NAMES: [&str; 19] = [
     "URL",
     "URLSearchParams",
     "DOMException",
@@ -28,6 +28,8 @@ pub(crate) const NAMES: [&str; 17] = [
     "queueMicrotask",
     "structuredClone",
     "navigator",
+    "CryptoKey",
+    "SubtleCrypto",
 ];
 
 const WEB: &str = include_str!("web.js");
@@ -52,7 +54,7 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
         v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
     let function = v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
     let natives = v8::Object::new(scope);
-    let callbacks: [(&str, v8::Local<'s, v8::Function>); 11] = [
+    let callbacks: [(&str, v8::Local<'s, v8::Function>); 16] = [
         ("urlParse", v8::Function::new(scope, url_parse)?),
         ("urlSet", v8::Function::new(scope, url_set)?),
         ("formParse", v8::Function::new(scope, form_parse)?),
@@ -64,6 +66,11 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
         ("complete", v8::Function::new(scope, complete)?),
         ("enqueue", v8::Function::new(scope, enqueue)?),
         ("clone", v8::Function::new(scope, clone)?),
+        ("encoding", v8::Function::new(scope, encoding::encoding)?),
+        ("decodeAs", v8::Function::new(scope, encoding::decode_as)?),
+        ("digest", v8::Function::new(scope, crypto::digest)?),
+        ("hmac", v8::Function::new(scope, crypto::hmac)?),
+        ("hmacVerify", v8::Function::new(scope, crypto::hmac_verify)?),
     ];
     for (key, value) in callbacks {
         let key = v8::String::new(scope, key)?;
@@ -75,7 +82,7 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
     Some(v8::Array::new_with_elements(scope, &[function, natives.into()]))
 }
 
-fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
+pub(crate) fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
     let message = v8::String::new(scope, message).unwrap_or_else(|| v8::String::empty(scope));
     let error = if range {
         v8::Exception::range_error(scope, message)
@@ -122,26 +129,34 @@ fn encode_into(
     ) else {
         return throw(scope, "encodeInto: not a string and a Uint8Array", false);
     };
-    let (offset, length) = (bytes.byte_offset(), bytes.byte_length());
-    let Some(buffer) = bytes.buffer(scope) else { return };
-    let store = buffer.get_backing_store();
     let mut read = 0usize;
-    let written = match store.data() {
-        Some(data) if length > 0 => {
-            // SAFETY: `store` keeps the buffer's memory alive for this call; `offset + length`
-            // is within it (V8 keeps a view within its buffer, and a detached buffer has a
-            // zero length, excluded above); this thread is the isolate's, and no JavaScript
-            // runs while the slice lives, so nothing else reads or writes it.
-            let target = unsafe {
-                std::slice::from_raw_parts_mut(data.as_ptr().cast::<u8>().add(offset), length)
-            };
-            text.write_utf8_v2(scope, target, v8::WriteFlags::kReplaceInvalidUtf8, Some(&mut read))
-        }
-        _ => 0,
-    };
+    let written = write_into(scope, bytes, |scope, target| {
+        text.write_utf8_v2(scope, target, v8::WriteFlags::kReplaceInvalidUtf8, Some(&mut read))
+    })
+    .unwrap_or(0);
     let pair =
         [v8::Number::new(scope, read as f64).into(), v8::Number::new(scope, written as f64).into()];
     rv.set(v8::Array::new_with_elements(scope, &pair).into());
+}
+
+/// Calls `write` with the bytes `view` covers, writable; `None` when it covers none (empty, or
+/// its buffer detached).
+pub(crate) fn write_into<'s, 'i, R>(
+    scope: &mut v8::PinScope<'s, 'i>,
+    view: v8::Local<'_, v8::Uint8Array>,
+    write: impl FnOnce(&mut v8::PinScope<'s, 'i>, &mut [u8]) -> R,
+) -> Option<R> {
+    let (offset, length) = (view.byte_offset(), view.byte_length());
+    let buffer = view.buffer(scope)?;
+    let store = buffer.get_backing_store();
+    let data = store.data().filter(|_| length > 0)?;
+    // SAFETY: `store` keeps the buffer's memory alive for this call; `offset + length` is
+    // within it (V8 keeps a view within its buffer, and a detached buffer has a zero length,
+    // excluded above); this thread is the isolate's, and `write` runs no JavaScript (it only
+    // writes bytes), so nothing else reads or writes the slice while it lives.
+    let target =
+        unsafe { std::slice::from_raw_parts_mut(data.as_ptr().cast::<u8>().add(offset), length) };
+    Some(write(scope, target))
 }
 
 /// `decode(bytes, fatal)`: the UTF-8 `bytes` as a string, malformed sequences replaced by

@@ -56,7 +56,7 @@ pub const RESERVED_ERROR_MEMBERS: [&str; 7] =
 /// `setTimeout` / `clearTimeout`), and Python's public builtins (3.9 to 3.13). Tests in each
 /// provider check that every global its programs start with is listed here.
 #[rustfmt::skip]
-pub const SHADOWED_GLOBALS: [&str; 230] = [
+pub const SHADOWED_GLOBALS: [&str; 232] = [
     // ECMAScript globals of a fresh V8 context, and the runtime's timers.
     "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt",
     "BigInt64Array", "BigUint64Array", "Boolean", "DataView", "Date", "DisposableStack", "Error",
@@ -72,7 +72,8 @@ pub const SHADOWED_GLOBALS: [&str; 230] = [
     // web platform's (`code-runtime-worker-thread/src/web.rs`).
     "performance", "crypto", "URL", "URLSearchParams", "DOMException", "Event", "CustomEvent",
     "EventTarget", "AbortController", "AbortSignal", "atob", "btoa", "TextEncoder", "TextDecoder",
-    "setInterval", "clearInterval", "queueMicrotask", "structuredClone", "navigator",
+    "setInterval", "clearInterval", "queueMicrotask", "structuredClone", "navigator", "CryptoKey",
+    "SubtleCrypto",
     // Python builtins (3.9 to 3.13); keywords and `eval`/`type` are reserved words already.
     "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
     "BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",

@@ -36,7 +36,9 @@ fn bindings(calls: &Arc<AtomicUsize>) -> CodeBindingNamespace {
 
 const PROGRAM: &str = r#"
 const before = [Math.random(), Date.now(), new Date().toISOString(), String(Date()).length > 0,
-  crypto.randomUUID(), Array.from(crypto.getRandomValues(new Uint8Array(4))), performance.now() > 0];
+  crypto.randomUUID(), Array.from(crypto.getRandomValues(new Uint8Array(4))), performance.now() > 0,
+  Array.from(new Uint8Array(await crypto.subtle.exportKey("raw",
+    await crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256", length: 64 }, true, ["sign"]))))];
 console.log(JSON.stringify(before));
 const read = await tools.read({ path: "/a" });
 let outcome;
