@@ -53,6 +53,17 @@ pub(crate) fn resolved(program: &str, namespaces: &[NamespaceSetup]) -> Result<S
         if namespace.is_none() && opens_namespace(code) {
             namespace = Some((0, false));
         }
+        if namespace.is_none()
+            && let Some(end) = export_list_end(&lines, index)
+        {
+            // An export list declares nothing; in a function body it is dropped whole, its
+            // lines kept (empty).
+            for dropped in &lines[index..end] {
+                out.push_str(if dropped.ends_with('\n') { "\n" } else { "" });
+            }
+            index = end;
+            continue;
+        }
         if let Some((depth, opened)) = namespace {
             out.push_str(line);
             let depth = braces(line, depth);
@@ -126,14 +137,68 @@ fn statement_end(lines: &[&str], start: usize) -> usize {
     start + 1
 }
 
+/// The index past the last line of the export list starting at `start` (`export { a, b }`,
+/// `export type { T }`, `export * from "m"`, each maybe `from` a module), when the statement is
+/// all its lines hold; `None` for any other line (or a list sharing its last line with more
+/// code, left for the engine to refuse).
+fn export_list_end(lines: &[&str], start: usize) -> Option<usize> {
+    let rest = lines[start].trim_start().strip_prefix("export")?.trim_start();
+    let rest = rest.strip_prefix("type").map_or(rest, str::trim_start);
+    if !(rest.starts_with('{') || rest.starts_with('*')) {
+        return None;
+    }
+    let mut depth = 0;
+    for (offset, line) in lines[start..].iter().take(MAX_IMPORT_LINES).enumerate() {
+        depth = braces(line, depth);
+        if depth > 0 {
+            continue;
+        }
+        // What follows the list (or `*`) on its last line: a `from` clause, `;`, a comment.
+        let after = match line.rfind('}') {
+            Some(brace) => &line[brace + 1..],
+            None => line.trim_start().strip_prefix("export")?.trim_start().strip_prefix('*')?,
+        };
+        let after = after.trim_start();
+        let after = after.strip_prefix("as ").map_or(after, |alias| {
+            alias
+                .trim_start()
+                .trim_start_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+        });
+        let after = after.trim_start();
+        let after = after.strip_prefix("from").map_or(Some(after), |clause| {
+            let clause = clause.trim_start();
+            let quote = clause.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            let close = clause[1..].find(quote)?;
+            Some(&clause[close + 2..])
+        })?;
+        let after = after.trim_start();
+        let after = after.strip_prefix(';').unwrap_or(after).trim();
+        return (after.is_empty() || after.starts_with("//")).then_some(start + offset + 1);
+    }
+    None
+}
+
 /// `line` with a leading `export ` before a declaration blanked out (same length).
 fn without_export(line: &str) -> std::borrow::Cow<'_, str> {
     let code = line.trim_start();
     let indent = line.len() - code.len();
     let Some(rest) = code.strip_prefix("export ") else { return line.into() };
-    let declares = ["const ", "let ", "var ", "function ", "function*", "async ", "class "]
-        .iter()
-        .any(|keyword| rest.trim_start().starts_with(keyword));
+    let declares = [
+        "const ",
+        "let ",
+        "var ",
+        "function ",
+        "function*",
+        "async ",
+        "class ",
+        "abstract ",
+        "interface ",
+        "type ",
+        "enum ",
+        "declare ",
+    ]
+    .iter()
+    .any(|keyword| rest.trim_start().starts_with(keyword));
     if !declares {
         return line.into();
     }
@@ -292,7 +357,16 @@ mod tests {
         let program = "export const a = 1;\n  export async function f() {}\nexport { a };\nconst s = 'import x from \"y\"';";
         assert_eq!(
             resolved(program, &namespaces()).unwrap(),
-            "       const a = 1;\n         async function f() {}\nexport { a };\nconst s = 'import x from \"y\"';"
+            "       const a = 1;\n         async function f() {}\n\nconst s = 'import x from \"y\"';"
+        );
+    }
+
+    #[test]
+    fn type_level_exports_and_export_lists_are_dropped() {
+        let program = "export interface I { a: number }\nexport type T = I;\nexport enum E { A }\nexport abstract class B {}\nexport type { T as U };\nexport {\n  a,\n  b as c,\n} from './m'; // re-exported\nexport * from \"./n\";\nexport * as ns from './o'\nexport { a }; return a\nexport default 1";
+        assert_eq!(
+            resolved(program, &namespaces()).unwrap(),
+            "       interface I { a: number }\n       type T = I;\n       enum E { A }\n       abstract class B {}\n\n\n\n\n\n\n\nexport { a }; return a\nexport default 1"
         );
     }
 

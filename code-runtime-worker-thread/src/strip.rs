@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use swc_common::errors::{DiagnosticBuilder, Emitter, Handler};
 use swc_common::sync::Lrc;
 use swc_common::{BytePos, GLOBALS, Globals, SourceMap, Spanned};
-use swc_ecma_ast::{Decl, Decorator, Expr, Stmt};
+use swc_ecma_ast::{AutoAccessor, Decl, Decorator, Expr, Stmt};
 use swc_ecma_parser::{EsSyntax, Parser, StringInput, Syntax, TsSyntax};
 use swc_ecma_visit::{Visit, VisitWith};
 use swc_ts_fast_strip::{ErrorCode, Mode, Options};
@@ -78,8 +78,9 @@ pub(crate) fn strip_program(
     let (stripped, positions) = stacker::grow(stack, || {
         std::panic::catch_unwind(|| {
             let (code, positions) = match strip(&source, PARSE_HEADER.len())? {
-                Some(code) if !has_decorators(&code) => (code, Positions::default()),
-                // Erasure refused it, or left decorators V8 does not run: compiled instead.
+                Some(code) if !needs_compiling(&code) => (code, Positions::default()),
+                // Erasure refused it, or left decorators or auto-accessors V8 does not run:
+                // compiled instead.
                 _ => {
                     let (body, positions) =
                         transform::compile(&source, PARSE_HEADER.len()).map_err(StripError)?;
@@ -98,22 +99,26 @@ pub(crate) fn strip_program(
     }
 }
 
-/// Whether erased `code` still holds decorators (which V8 does not run yet). Only a program
-/// with an `@` is parsed for them.
-fn has_decorators(code: &str) -> bool {
+/// Whether erased `code` still holds what V8 does not run yet: decorators, or auto-accessors
+/// (`accessor x = 1`). Only a program with an `@` or the word `accessor` is parsed for them.
+fn needs_compiling(code: &str) -> bool {
     struct Found(bool);
     impl Visit for Found {
         fn visit_decorator(&mut self, _: &Decorator) {
             self.0 = true;
         }
+        fn visit_auto_accessor(&mut self, _: &AutoAccessor) {
+            self.0 = true;
+        }
     }
-    if !code.contains('@') {
+    if !(code.contains('@') || code.contains("accessor")) {
         return false;
     }
     let Some(end) = u32::try_from(code.len()).ok().and_then(|len| len.checked_add(1)) else {
         return false;
     };
-    let syntax = Syntax::Es(EsSyntax { decorators: true, ..EsSyntax::default() });
+    let syntax =
+        Syntax::Es(EsSyntax { decorators: true, auto_accessors: true, ..EsSyntax::default() });
     let input = StringInput::new(code, BytePos(1), BytePos(end));
     let Ok(script) = Parser::new(syntax, input, None).parse_script() else { return false };
     let mut found = Found(false);

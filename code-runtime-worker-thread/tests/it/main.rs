@@ -7,6 +7,7 @@ mod budgets;
 mod contract;
 mod host_api;
 mod hostile;
+mod node;
 mod process;
 mod web;
 

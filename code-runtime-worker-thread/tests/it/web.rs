@@ -3,25 +3,10 @@
 //! them.
 
 use code_runtime::json;
-use code_runtime::{CodeRunRequest, JsonValue, RunLimits};
+use code_runtime::{CodeRunRequest, RunLimits};
 
+use crate::node::in_node;
 use crate::*;
-
-/// `program` (the body of an async function, plain JavaScript) run by Node: its value as JSON.
-/// Node is part of the test tools (`.ci/run` has it); a machine without it fails here.
-#[expect(clippy::disallowed_methods, reason = "Node, the reference implementation")]
-fn in_node(program: &str) -> JsonValue {
-    let wrapped = format!(
-        "(async () => {{\n{program}\n}})().then((v) => process.stdout.write(JSON.stringify(v)), (e) => {{ console.error(e); process.exit(1); }});"
-    );
-    let out = std::process::Command::new("node")
-        .arg("-e")
-        .arg(&wrapped)
-        .output()
-        .expect("node runs (the differential tests need it)");
-    assert!(out.status.success(), "node failed: {}", String::from_utf8_lossy(&out.stderr));
-    json::parse(&String::from_utf8_lossy(&out.stdout)).expect("node printed JSON")
-}
 
 #[track_caller]
 fn same_as_node(program: &str) {
