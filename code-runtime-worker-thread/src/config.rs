@@ -68,6 +68,13 @@ pub struct WorkerThreadConfig {
     /// remembered between processes (default `None`: probed once per process, a few
     /// milliseconds).
     pub machine_cache: Option<PathBuf>,
+    /// TypeScript decorators as `tsc`'s `experimentalDecorators` runs them (the legacy proposal
+    /// that Angular, NestJS, TypeORM and MobX were written for: a decorator gets the prototype,
+    /// the name and the property descriptor), instead of TC39's (default `false`). No type
+    /// metadata is emitted (`emitDecoratorMetadata` needs the type checker), and static
+    /// members' decorators are applied in the order of the class body, where `tsc` applies
+    /// every instance member's first.
+    pub legacy_decorators: bool,
 }
 
 impl Default for WorkerThreadConfig {
@@ -83,6 +90,7 @@ impl Default for WorkerThreadConfig {
             warm: true,
             spawner_process: true,
             machine_cache: None,
+            legacy_decorators: false,
         }
     }
 }

@@ -250,7 +250,7 @@ impl Provider for WorkerThread {
     async fn start(&self, start: Start) -> Result<Self::Substrate, Ending> {
         let run = (start.limits, start.memory.clone(), start.table.clone());
         let shape = substrate::shape(&self.config, &start.limits);
-        let program = substrate::program(start)?;
+        let program = substrate::program(start, self.config.legacy_decorators)?;
         match &self.cells {
             None => self.thread(shape, program).await.map(Either::Left),
             Some(cells) => {

@@ -62,6 +62,7 @@ pub(crate) struct StripError(String);
 pub(crate) fn strip_program(
     program: &str,
     namespaces: &[NamespaceSetup],
+    legacy_decorators: bool,
 ) -> Result<Stripped, StripError> {
     if program.len() > MAX_PROGRAM_BYTES {
         return Err(StripError(format!(
@@ -83,7 +84,8 @@ pub(crate) fn strip_program(
                 // compiled instead.
                 _ => {
                     let (body, positions) =
-                        transform::compile(&source, PARSE_HEADER.len()).map_err(StripError)?;
+                        transform::compile(&source, PARSE_HEADER.len(), legacy_decorators)
+                            .map_err(StripError)?;
                     (format!("{PARSE_HEADER}{body}{PARSE_TRAILER}"), positions)
                 }
             };
@@ -285,7 +287,7 @@ mod tests {
     use super::strip_program;
 
     fn body(program: &str) -> String {
-        strip_program(program, &[]).expect("strips").body
+        strip_program(program, &[], false).expect("strips").body
     }
 
     #[test]
@@ -302,18 +304,19 @@ mod tests {
 
     #[test]
     fn what_erasure_refuses_is_compiled_with_its_positions_and_its_completion() {
-        let erased = strip_program("const at: string = 'a@b';\nat", &[]).expect("strips");
+        let erased = strip_program("const at: string = 'a@b';\nat", &[], false).expect("strips");
         assert!(erased.positions.is_empty() && erased.body.ends_with("return at"), "{erased:?}");
         for program in
             ["enum E { A }\nE.A", "namespace N { export const a = 1 }\nN.a", "@d class C {}\nC"]
         {
-            let compiled = strip_program(program, &[]).expect("compiles");
+            let compiled = strip_program(program, &[], false).expect("compiles");
             assert!(!compiled.positions.is_empty(), "{program}");
             // The last expression is still the program's value, though the compiled name's
             // declaration comes after it.
             assert!(compiled.body.contains("return "), "{program}: {}", compiled.body);
         }
-        let error = strip_program("enum E { A }\nconst = 1;", &[]).expect_err("a syntax error");
+        let error =
+            strip_program("enum E { A }\nconst = 1;", &[], false).expect_err("a syntax error");
         assert!(error.to_string().ends_with("(2:7)"), "{error}");
     }
 
@@ -330,7 +333,7 @@ mod tests {
 
     #[test]
     fn export_is_only_blanked_at_the_start() {
-        let error = strip_program("const a = 1;\nexport default a;", &[]).unwrap_err();
+        let error = strip_program("const a = 1;\nexport default a;", &[], false).unwrap_err();
         assert!(error.to_string().contains("export"), "{error}");
     }
 }

@@ -38,9 +38,10 @@ pub(crate) struct IsolateSubstrate {
     ended: bool,
 }
 
-/// Strips the program and makes what its isolate is built from, in either isolation mode. A
-/// program that does not strip starts nothing: its ending is the strip error (`exception`).
-pub(crate) fn program(start: Start) -> Result<Program, Ending> {
+/// Strips the program and makes what its isolate is built from, in either isolation mode
+/// (decorators as `legacy_decorators` says). A program that does not strip starts nothing: its
+/// ending is the strip error (`exception`).
+pub(crate) fn program(start: Start, legacy_decorators: bool) -> Result<Program, Ending> {
     let Start { program, namespaces, limits, globals, determinism, replay, .. } = start;
     let ProgramGlobals { installed, tools } = globals;
     let mut parameters = vec!["console".to_owned()];
@@ -73,7 +74,7 @@ pub(crate) fn program(start: Start) -> Result<Program, Ending> {
                 .map(|class| (class.name.clone(), class.member_name_property.clone())),
         })
         .collect();
-    let stripped = strip::strip_program(&program, &namespaces)
+    let stripped = strip::strip_program(&program, &namespaces, legacy_decorators)
         .map_err(|error| Ending::Threw(error.to_string()))?;
     Ok(Program {
         body: stripped.body,

@@ -21,6 +21,7 @@ use swc_ecma_transforms_base::helpers::{HELPERS, Helpers, inject_helpers};
 use swc_ecma_transforms_base::hygiene::hygiene;
 use swc_ecma_transforms_base::resolver;
 use swc_ecma_transforms_proposal::decorator_2023_11::decorator_2023_11;
+use swc_ecma_transforms_proposal::decorators;
 use swc_ecma_transforms_typescript::typescript;
 use swc_ecma_visit::{Visit, VisitWith};
 
@@ -102,9 +103,14 @@ fn line_column(text: &str) -> Option<(u32, u32, usize)> {
 }
 
 /// The body of the parse wrapper `source` (`header`, the program, a trailer: one parenthesised
-/// async function) compiled to JavaScript, with where its positions came from. `Err` is swc's
-/// first diagnostic, as [`strip`](crate::strip) reports them.
-pub(crate) fn compile(source: &str, header_len: usize) -> Result<(String, Positions), String> {
+/// async function) compiled to JavaScript, with where its positions came from; decorators as
+/// TC39 specifies them, or as `tsc`'s `experimentalDecorators` runs them when
+/// `legacy_decorators`. `Err` is swc's first diagnostic, as [`strip`](crate::strip) reports them.
+pub(crate) fn compile(
+    source: &str,
+    header_len: usize,
+    legacy_decorators: bool,
+) -> Result<(String, Positions), String> {
     GLOBALS.set(&Globals::new(), || {
         let source_map: Lrc<SourceMap> = Lrc::default();
         let file = source_map.new_source_file(FileName::Anon.into(), source.to_owned());
@@ -142,6 +148,15 @@ pub(crate) fn compile(source: &str, header_len: usize) -> Result<(String, Positi
         let (unresolved, top_level) = (Mark::new(), Mark::new());
         HELPERS.set(&Helpers::new(false), || {
             program.mutate(&mut resolver(unresolved, top_level, true));
+            if legacy_decorators {
+                let legacy = decorators::Config {
+                    legacy: true,
+                    emit_metadata: false,
+                    use_define_for_class_fields: true,
+                };
+                program.mutate(&mut decorators::decorators(legacy));
+            }
+            // After the legacy transform it has no decorators left, and lowers auto-accessors.
             program.mutate(&mut decorator_2023_11());
             program.mutate(&mut typescript::typescript(Default::default(), unresolved, top_level));
             program.mutate(&mut inject_helpers(unresolved));

@@ -480,7 +480,7 @@ return [first(pair), box.value, n, over("s"), over(2), self.call({ n: 1 }, 2), m
     ];
     for program in corpus {
         let ours = value(&run(program, vec![])).clone();
-        assert_eq!(ours, crate::node::compiled_by_tsc(program), "{program}");
+        assert_eq!(ours, crate::node::compiled_by_tsc(program, false), "{program}");
     }
     // Where swc's transform parts from tsc: a namespace's export named, unqualified, from
     // another declaration of the same namespace (tsc knows it from the type checker's scopes).
@@ -492,6 +492,57 @@ return [first(pair), box.value, n, over("s"), over(2), self.call({ n: 1 }, 2), m
         message.starts_with("ReferenceError: x is not defined\n    at program:2:32"),
         "{message}"
     );
+}
+
+/// `legacy_decorators`: decorators as `tsc`'s `experimentalDecorators` runs them, differentially
+/// against `tsc` with that option (class, method, accessor, property and parameter decorators,
+/// decorator factories, and their order).
+#[test]
+fn legacy_decorators_agree_with_tsc_and_node() {
+    let program = r#"const seen: string[] = [];
+function sealed(constructor: Function) { seen.push(`class ${constructor.name}`); Object.seal(constructor.prototype); }
+function tag(label: string) {
+  return function (target: any, key: string, descriptor?: PropertyDescriptor) {
+    seen.push(`${label} ${key} ${typeof target} ${descriptor ? Object.keys(descriptor).sort().join("+") : "field"}`);
+    if (descriptor && typeof descriptor.value === "function") {
+      const original = descriptor.value;
+      descriptor.value = function (this: any, ...args: any[]) { return `<${original.apply(this, args)}>`; };
+    }
+  };
+}
+function param(target: any, key: string, index: number) { seen.push(`param ${key} ${index}`); }
+function replace<T extends new (...args: any[]) => object>(Base: T) {
+  return class extends Base { extra = "added"; };
+}
+@sealed
+@replace
+class Service {
+  @tag("prop") name = "svc";
+  constructor(@param private readonly api: string) {}
+  @tag("method") @tag("outer") call(@param what: string) { return `${this.api}:${what}`; }
+  @tag("getter") get upper() { return this.name.toUpperCase(); }
+}
+const s = new Service("http") as Service & { extra: string };
+return [s.call("x"), s.upper, s.extra, Object.isSealed(Service.prototype), seen];"#;
+    let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        legacy_decorators: true,
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    let ours = value(&run_on(&runtime, CodeRunRequest::new(program))).clone();
+    assert_eq!(ours, crate::node::compiled_by_tsc(program, true));
+    // The same program under TC39's decorators is a clear error, not a silent difference.
+    let result = run(program, vec![]);
+    assert!(result.error().is_some(), "{}", result.to_json());
+    // Where swc's legacy transform parts from `tsc`: decorators of static members are applied in
+    // the order of the class body (`tsc` applies every instance member's first).
+    let statics = r#"const seen: string[] = [];
+const tag = (label: string) => (target: any, key: string) => { seen.push(label); };
+class C { @tag("static") static a = 1; @tag("instance") b = 2; }
+return seen;"#;
+    let ours = value(&run_on(&runtime, CodeRunRequest::new(statics))).clone();
+    assert_eq!(ours, json!(["static", "instance"]));
+    assert_eq!(crate::node::compiled_by_tsc(statics, true), json!(["instance", "static"]));
 }
 
 #[test]

@@ -16,15 +16,16 @@ pub(crate) fn in_node(program: &str) -> JsonValue {
 }
 
 /// `program` (TypeScript, the body of an async function) compiled by the pinned `tsc`
-/// (`typecheck/`; `transpileModule`, ES2022, TC39 decorators) and run by Node: its value as JSON.
-pub(crate) fn compiled_by_tsc(program: &str) -> JsonValue {
+/// (`typecheck/`; `transpileModule`, ES2022; TC39 decorators, or `experimentalDecorators` when
+/// `legacy_decorators`) and run by Node: its value as JSON.
+pub(crate) fn compiled_by_tsc(program: &str, legacy_decorators: bool) -> JsonValue {
     let compiler = typecheck_dir().join("node_modules/typescript/lib/typescript.js");
     assert!(
         compiler.exists(),
         "{} is missing: `cargo xtask test` installs the TypeScript compiler from typecheck/'s lockfile",
         compiler.display()
     );
-    node(program, Some(&compiler))
+    node(program, Some((&compiler, legacy_decorators)))
 }
 
 fn typecheck_dir() -> PathBuf {
@@ -34,11 +35,11 @@ fn typecheck_dir() -> PathBuf {
 /// Reads the program from stdin (a program of any size, any characters); compiles it when
 /// given a compiler (whose module output may end in `export {};`, not valid in a function body).
 const RUNNER: &str = r#"
-const compiler = process.argv[1];
+const [compiler, legacy] = process.argv.slice(1);
 let body = require("fs").readFileSync(0, "utf8");
 if (compiler) {
   const ts = require(compiler);
-  const options = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext };
+  const options = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, experimentalDecorators: legacy === "legacy" };
   body = ts.transpileModule(body, { compilerOptions: options }).outputText.replace(/^export \{\};$/m, "");
 }
 const AsyncFunction = (async () => {}).constructor;
@@ -48,11 +49,11 @@ new AsyncFunction(body)().then(
 "#;
 
 #[expect(clippy::disallowed_methods, reason = "Node, the reference implementation")]
-fn node(program: &str, compiler: Option<&Path>) -> JsonValue {
+fn node(program: &str, compiler: Option<(&Path, bool)>) -> JsonValue {
     let mut command = std::process::Command::new("node");
     command.arg("-e").arg(RUNNER);
-    if let Some(compiler) = compiler {
-        command.arg(compiler);
+    if let Some((compiler, legacy_decorators)) = compiler {
+        command.arg(compiler).arg(if legacy_decorators { "legacy" } else { "tc39" });
     }
     let mut child = command
         .stdin(Stdio::piped())
