@@ -7,6 +7,8 @@
 //! `RangeError`), and the natives read or fill it; text they copy is charged to the run's memory
 //! while they hold it (`Held`).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use crate::{crypto, encoding, state};
 
 /// The names `web.js` defines, which `builtins.rs` makes lazy.
@@ -52,7 +54,7 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
     let name = v8::String::new(scope, "web")?;
     let origin =
         v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
-    let function = v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+    let function = script(scope, source, &origin)?.run(scope)?;
     let natives = v8::Object::new(scope);
     let callbacks: [(&str, v8::Local<'s, v8::Function>); 16] = [
         ("urlParse", v8::Function::new(scope, url_parse)?),
@@ -80,6 +82,58 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
     let agent = v8::String::new(scope, USER_AGENT)?;
     natives.create_data_property(scope, key.into(), agent.into())?;
     Some(v8::Array::new_with_elements(scope, &[function, natives.into()]))
+}
+
+/// What this process has of `web.js`'s compilation. The whole script is one parenthesised
+/// function, which V8 compiles eagerly (about a millisecond); from the third run on that
+/// touches it, V8's code cache of it, made by the second (a cell serves one run: it never makes
+/// one, which would cost it the making and save it nothing).
+enum CodeCache {
+    Unused,
+    UsedOnce,
+    Made(Arc<[u8]>),
+}
+
+static CODE_CACHE: Mutex<CodeCache> = Mutex::new(CodeCache::Unused);
+
+/// `web.js` compiled, from this process's code cache of it when there is one.
+fn script<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    source: v8::Local<'s, v8::String>,
+    origin: &v8::ScriptOrigin<'s>,
+) -> Option<v8::Local<'s, v8::Script>> {
+    let cached = {
+        let mut cache = CODE_CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*cache {
+            CodeCache::Made(bytes) => Some(bytes.clone()),
+            CodeCache::UsedOnce => None,
+            CodeCache::Unused => {
+                *cache = CodeCache::UsedOnce;
+                drop(cache);
+                return v8::Script::compile(scope, source, Some(origin));
+            }
+        }
+    };
+    let Some(bytes) = cached else {
+        let script = v8::Script::compile(scope, source, Some(origin))?;
+        if let Some(made) = script.get_unbound_script(scope).create_code_cache() {
+            *CODE_CACHE.lock().unwrap_or_else(PoisonError::into_inner) =
+                CodeCache::Made(Arc::from(&made[..]));
+        }
+        return Some(script);
+    };
+    // A cache V8 rejects (another V8's, other flags) is ignored: it compiles the source.
+    let mut source = v8::script_compiler::Source::new_with_cached_data(
+        source,
+        Some(origin),
+        v8::CachedData::new(&bytes),
+    );
+    v8::script_compiler::compile(
+        scope,
+        &mut source,
+        v8::script_compiler::CompileOptions::ConsumeCodeCache,
+        v8::script_compiler::NoCacheReason::NoReason,
+    )
 }
 
 pub(crate) fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
