@@ -31,6 +31,7 @@ pub(crate) fn request_dict<'py>(
 impl Approver for PythonApprover {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         let (reply, decision) = DecisionReply::new();
+        let _in_python = crate::driver::Waiting::in_python();
         let asked = Python::try_attach(|py| -> PyResult<()> {
             self.decide.call1(py, (request_dict(py, request)?, reply))?;
             Ok(())

@@ -40,6 +40,13 @@ impl Bell {
     }
 }
 
+impl Bell {
+    /// Whether the bell rang since its last [`reset`](Self::reset).
+    pub(crate) fn rung(&self) -> bool {
+        self.rung.load(Ordering::SeqCst)
+    }
+}
+
 impl Wake for Bell {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();

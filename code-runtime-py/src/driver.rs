@@ -9,13 +9,20 @@
 //! thread may ring it (the reactor, a V8 thread, a cell's socket); ringing is a `write(2)`, no
 //! GIL. The loop then calls [`RunDriver::poll`], which polls the run with the GIL released (the
 //! host loop's own work needs no Python; binding calls take it back on this same thread).
+//!
+//! Why a poll may look at the bell a little before it returns ([`Waiting`]): when the run waits
+//! for its isolate and nothing else (no binding call or approver in Python, no other run), the
+//! isolate's answer typically comes within microseconds; going back to the loop would put its
+//! thread to sleep in `epoll_wait`, and waking a sleeping thread costs tens of microseconds on
+//! a virtual machine, more than the answer took.
 
 use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use code_runtime::{CodeRunResult, ContractError};
 use pyo3::prelude::*;
@@ -23,6 +30,39 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bell::Bell;
 use crate::outcome::outcome_tuple;
+
+/// How long a poll looks at the bell before it returns (see the module's doc): the isolate's
+/// own wait for the host spins as long (`code-runtime-worker-thread`'s `message.rs`).
+const SPIN: Duration = Duration::from_micros(50);
+
+/// What the runs of this process wait for in Python: the runs not ended, and the binding calls
+/// and approvals handed to Python and not answered. A poll looks at its bell before it returns
+/// only when it is the one run and nothing is in Python: otherwise the loop has work to do.
+pub(crate) struct Waiting;
+
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+impl Waiting {
+    /// Counts one piece of work in Python until the returned guard is dropped.
+    pub(crate) fn in_python() -> InPython {
+        IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+        InPython
+    }
+
+    fn alone() -> bool {
+        RUNS.load(Ordering::SeqCst) == 1 && IN_PYTHON.load(Ordering::SeqCst) == 0
+    }
+}
+
+/// A binding call or an approval in Python (see [`Waiting`]).
+pub(crate) struct InPython;
+
+impl Drop for InPython {
+    fn drop(&mut self) {
+        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 pub(crate) type RunFuture =
     Pin<Box<dyn Future<Output = Result<CodeRunResult, ContractError>> + Send>>;
@@ -46,12 +86,41 @@ impl RunDriver {
         done: Py<PyAny>,
         token: CancellationToken,
     ) -> std::io::Result<Self> {
+        let bell = Arc::new(Bell::new()?);
+        RUNS.fetch_add(1, Ordering::SeqCst);
         Ok(Self {
-            bell: Arc::new(Bell::new()?),
+            bell,
             run: Mutex::new(Some((future, done))),
             finished: AtomicBool::new(false),
             token,
         })
+    }
+}
+
+impl RunDriver {
+    /// Marks the run ended (once: it no longer counts among the runs that wait).
+    fn finish(&self) {
+        if !self.finished.swap(true, Ordering::SeqCst) {
+            RUNS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the bell rings within `spin`, looked at without sleeping.
+    fn bell_rings_within(&self, spin: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < spin {
+            if self.bell.rung() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        self.bell.rung()
+    }
+}
+
+impl Drop for RunDriver {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -71,10 +140,17 @@ impl RunDriver {
         let ended = py.detach(|| {
             let mut slot = self.run.lock().unwrap_or_else(PoisonError::into_inner);
             let (future, _) = slot.as_mut()?;
-            match future.as_mut().poll(&mut Context::from_waker(&waker)) {
+            let mut context = Context::from_waker(&waker);
+            let mut polled = future.as_mut().poll(&mut context);
+            // Once per poll at most, so the loop gets its thread back whatever the run does.
+            if polled.is_pending() && Waiting::alone() && self.bell_rings_within(SPIN) {
+                self.bell.reset();
+                polled = future.as_mut().poll(&mut context);
+            }
+            match polled {
                 Poll::Pending => Some(None),
                 Poll::Ready(outcome) => {
-                    self.finished.store(true, Ordering::SeqCst);
+                    self.finish();
                     slot.take().map(|(_, done)| Some((outcome, done)))
                 }
             }
@@ -101,7 +177,7 @@ impl RunDriver {
         self.token.cancel();
         let run = py.detach(|| {
             let run = self.run.lock().unwrap_or_else(PoisonError::into_inner).take();
-            self.finished.store(true, Ordering::SeqCst);
+            self.finish();
             run
         });
         // Dropped attached: the binding calls it cancels take the GIL on this thread.

@@ -11,6 +11,7 @@ use code_runtime::{
 };
 use pyo3::prelude::*;
 
+use crate::driver::Waiting;
 use crate::reply::CallReply;
 use crate::{contract_error, conversion};
 
@@ -179,6 +180,7 @@ impl Call {
             None => return Err(BindingError::new(format!("{label}: Python is shutting down"))),
         };
         let mut guard = CancelOnDrop(cancel);
+        let _in_python = Waiting::in_python();
         let outcome = answer
             .await
             .unwrap_or_else(|_| Err(BindingError::new(format!("{label} ended without an answer"))));
