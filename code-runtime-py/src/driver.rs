@@ -35,6 +35,11 @@ use crate::outcome::outcome_tuple;
 /// own wait for the host spins as long (`code-runtime-worker-thread`'s `message.rs`).
 const SPIN: Duration = Duration::from_micros(50);
 
+/// How many times one poll polls the run again after looking at its bell: a bound on how long
+/// the loop waits for its thread (a binding that answers at once, as on Python 3.12 where a
+/// call's task starts eagerly, makes a whole round trip one more poll).
+const MAX_SPINS: usize = 8;
+
 /// What the runs of this process wait for in Python: the runs not ended, and the binding calls
 /// and approvals handed to Python and not answered. A poll looks at its bell before it returns
 /// only when it is the one run and nothing is in Python: otherwise the loop has work to do.
@@ -142,8 +147,12 @@ impl RunDriver {
             let (future, _) = slot.as_mut()?;
             let mut context = Context::from_waker(&waker);
             let mut polled = future.as_mut().poll(&mut context);
-            // Once per poll at most, so the loop gets its thread back whatever the run does.
-            if polled.is_pending() && Waiting::alone() && self.bell_rings_within(SPIN) {
+            // A few times per poll at most, so the loop gets its thread back whatever the run
+            // does.
+            for _ in 0..MAX_SPINS {
+                if !(polled.is_pending() && Waiting::alone() && self.bell_rings_within(SPIN)) {
+                    break;
+                }
                 self.bell.reset();
                 polled = future.as_mut().poll(&mut context);
             }

@@ -161,6 +161,37 @@ def test_an_argument_that_does_not_fit_the_parameters_rejects_the_call(rt: Runti
     assert result.value == "TypeError: missing argument 'b'"
 
 
+def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
+    """Whether its first step runs at once (3.12's eager tasks) or on the next turn of the loop,
+    a call is a real task: ``current_task``, timeouts, and a context of its own."""
+    tools = Namespace("tools")
+    seen: List[Any] = []
+
+    @tools.function
+    async def at_once(n: int) -> Any:
+        task = asyncio.current_task()
+        seen.append(task)
+        return n * 2
+
+    @tools.function
+    async def timed(n: int) -> Any:
+        try:
+            await asyncio.wait_for(asyncio.sleep(10), timeout=0.01)
+        except asyncio.TimeoutError:
+            pass
+        return asyncio.current_task() is not None
+
+    code = program(
+        rt,
+        "return [await tools.at_once(n=1), await tools.at_once(n=2), await tools.timed(n=0)]",
+        "return [await tools.at_once({n: 1}), await tools.at_once({n: 2}), await tools.timed({n: 0})];",
+    )
+    result = run(rt.run(code, namespaces=[tools]))
+    assert result.value == [2, 4, True], result.error
+    assert len(seen) == 2 and all(isinstance(task, asyncio.Task) for task in seen)
+    assert seen[0] is not seen[1]
+
+
 def test_values_are_read_only_globals(rt: Runtime) -> None:
     code = program(rt, "return spec['n'] * 2", "return spec.n * 2;")
     result = run(rt.run(code, values={"spec": {"n": 21}}))
