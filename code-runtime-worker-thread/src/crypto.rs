@@ -6,7 +6,7 @@
 use hmac::{EagerHash, Hmac, KeyInit, Mac};
 use sha2::Digest;
 
-use crate::web;
+use crate::native;
 
 /// A hash Web Crypto names: `"SHA-1"`, `"SHA-256"`, `"SHA-384"`, `"SHA-512"` (`web.js` passes
 /// the canonical spelling).
@@ -123,7 +123,7 @@ fn hash_of(scope: &mut v8::PinScope<'_, '_>, name: v8::Local<'_, v8::Value>) -> 
     let name = name.to_rust_string_lossy(scope);
     let hash = Hash::named(&name);
     if hash.is_none() {
-        web::throw(scope, &format!("crypto.subtle: no hash named {name:?}"), false);
+        native::throw(scope, &format!("crypto.subtle: no hash named {name:?}"), false);
     }
     hash
 }
@@ -134,7 +134,7 @@ fn view<'s>(
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
     let view = v8::Local::<v8::Uint8Array>::try_from(value).ok();
     if view.is_none() {
-        web::throw(scope, "crypto.subtle: the bytes are not a Uint8Array", false);
+        native::throw(scope, "crypto.subtle: the bytes are not a Uint8Array", false);
     }
     view
 }
@@ -142,10 +142,10 @@ fn view<'s>(
 /// `bytes` into the `Uint8Array` `out`, which must be exactly as long.
 fn fill(scope: &mut v8::PinScope<'_, '_>, out: v8::Local<'_, v8::Value>, bytes: &[u8]) {
     let Ok(out) = v8::Local::<v8::Uint8Array>::try_from(out) else {
-        return web::throw(scope, "crypto.subtle: the result is not a Uint8Array", false);
+        return native::throw(scope, "crypto.subtle: the result is not a Uint8Array", false);
     };
     if out.byte_length() != bytes.len() {
-        return web::throw(scope, "crypto.subtle: the result has the wrong length", true);
+        return native::throw(scope, "crypto.subtle: the result has the wrong length", true);
     }
-    web::write_into(scope, out, |_, target| target.copy_from_slice(bytes));
+    native::write_into(scope, out, |_, target| target.copy_from_slice(bytes));
 }

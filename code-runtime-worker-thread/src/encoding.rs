@@ -6,10 +6,10 @@
 //! in the run's state under an id the `TextDecoder` holds, until its stream ends; each one held
 //! is charged to the run's memory.
 
-use encoding_rs::{DecoderResult, Encoding};
+use encoding_rs::{Decoder, DecoderResult, Encoding};
 
-use crate::state;
-use crate::web;
+use crate::native;
+use crate::state::{self, Run};
 
 /// No label is longer (the longest is `"csisolatin1"`'s kin at about twenty characters): a longer
 /// string names nothing, and is not copied out of the isolate to find that out.
@@ -48,20 +48,16 @@ pub(crate) fn decode_as(
     let Some(run) = state::of(scope) else { return };
     let name = args.get(0).to_rust_string_lossy(scope);
     let Some(encoding) = Encoding::for_label(name.as_bytes()) else {
-        return web::throw(scope, "decodeAs: no such encoding", false);
+        return native::throw(scope, "decodeAs: no such encoding", false);
     };
     let Ok(bytes) = v8::Local::<v8::Uint8Array>::try_from(args.get(1)) else {
-        return web::throw(scope, "decodeAs: not a Uint8Array", false);
+        return native::throw(scope, "decodeAs: not a Uint8Array", false);
     };
     let fatal = args.get(2).boolean_value(scope);
     let ignore_bom = args.get(3).boolean_value(scope);
     let stream = args.get(4).boolean_value(scope);
     let id = args.get(5).uint32_value(scope).unwrap_or(0);
-    let held = (id != 0).then(|| run.state.borrow_mut().decoders.remove(&id)).flatten();
-    if held.is_some() {
-        run.bounds.budget.release_host(HELD);
-    }
-    let mut decoder = held.unwrap_or_else(|| {
+    let mut decoder = taken(&run, id).unwrap_or_else(|| {
         if ignore_bom {
             encoding.new_decoder_without_bom_handling()
         } else {
@@ -71,11 +67,15 @@ pub(crate) fn decode_as(
     let mut storage = [0u8; v8::TYPED_ARRAY_MAX_SIZE_IN_HEAP];
     let source = bytes.get_contents(&mut storage);
     let Some(capacity) = decoder.max_utf16_buffer_length(source.len()) else {
-        return web::throw(scope, "TextDecoder: the text is longer than a string can be", true);
+        return native::throw(scope, "TextDecoder: the text is longer than a string can be", true);
     };
     let charged = capacity.saturating_mul(2);
     if !run.bounds.budget.reserve_host(charged) {
-        return web::throw(scope, "TextDecoder: the text does not fit in the run's memory", true);
+        return native::throw(
+            scope,
+            "TextDecoder: the text does not fit in the run's memory",
+            true,
+        );
     }
     let mut units = vec![0u16; capacity];
     let last = !stream;
@@ -97,23 +97,45 @@ pub(crate) fn decode_as(
         None => v8::null(scope).into(),
         Some(Some(text)) => text.into(),
         Some(None) => {
-            return web::throw(scope, "TextDecoder: the text is longer than a string can be", true);
+            return native::throw(
+                scope,
+                "TextDecoder: the text is longer than a string can be",
+                true,
+            );
         }
     };
-    let mut next = 0;
-    if stream && written.is_some() {
-        if !run.bounds.budget.reserve_host(HELD) {
-            return web::throw(
+    let next = if stream && written.is_some() {
+        let Some(id) = held(&run, decoder) else {
+            return native::throw(
                 scope,
                 "TextDecoder: the stream does not fit in the run's memory",
                 true,
             );
-        }
-        let mut state = run.state.borrow_mut();
-        state.next_decoder = state.next_decoder.wrapping_add(1).max(1);
-        next = state.next_decoder;
-        state.decoders.insert(next, decoder);
-    }
+        };
+        id
+    } else {
+        0
+    };
     let pair = [text, v8::Integer::new_from_unsigned(scope, next).into()];
     rv.set(v8::Array::new_with_elements(scope, &pair).into());
+}
+
+/// The decoder of the stream `id` (0: none), no longer held.
+fn taken(run: &Run, id: u32) -> Option<Decoder> {
+    let decoder = (id != 0).then(|| run.state.borrow_mut().decoders.remove(&id)).flatten()?;
+    run.bounds.budget.release_host(HELD);
+    Some(decoder)
+}
+
+/// Holds `decoder` for its stream's next chunk, charged to the run's memory: its id, or `None`
+/// when the run's memory refuses it.
+fn held(run: &Run, decoder: Decoder) -> Option<u32> {
+    if !run.bounds.budget.reserve_host(HELD) {
+        return None;
+    }
+    let mut state = run.state.borrow_mut();
+    state.next_decoder = state.next_decoder.wrapping_add(1).max(1);
+    let id = state.next_decoder;
+    state.decoders.insert(id, decoder);
+    Some(id)
 }

@@ -81,6 +81,7 @@ mod isolate;
 mod memory;
 mod message;
 mod meter;
+mod native;
 mod platform;
 mod process;
 mod program;

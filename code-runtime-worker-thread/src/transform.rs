@@ -145,24 +145,7 @@ pub(crate) fn compile(
         let statements = unwrapped(script).ok_or("the program is not inside its wrapper")?;
         let body = statements.into_iter().map(ModuleItem::Stmt).collect();
         let mut program = Program::Module(Module { span: DUMMY_SP, body, shebang: None });
-        let (unresolved, top_level) = (Mark::new(), Mark::new());
-        HELPERS.set(&Helpers::new(false), || {
-            program.mutate(&mut resolver(unresolved, top_level, true));
-            if legacy_decorators {
-                let legacy = decorators::Config {
-                    legacy: true,
-                    emit_metadata: false,
-                    use_define_for_class_fields: true,
-                };
-                program.mutate(&mut decorators::decorators(legacy));
-            }
-            // After the legacy transform it has no decorators left, and lowers auto-accessors.
-            program.mutate(&mut decorator_2023_11());
-            program.mutate(&mut typescript::typescript(Default::default(), unresolved, top_level));
-            program.mutate(&mut inject_helpers(unresolved));
-            program.mutate(&mut hygiene());
-            program.mutate(&mut fixer(Some(&comments)));
-        });
+        transformed(&mut program, &comments, legacy_decorators);
         let Program::Module(module) = program else {
             return Err("the TypeScript transform made a script".to_owned());
         };
@@ -188,6 +171,29 @@ pub(crate) fn compile(
         let code = String::from_utf8(code).map_err(|_| "the printed program is not UTF-8")?;
         Ok((code, positions(source, header_len, file.start_pos, &mapped)))
     })
+}
+
+/// `program` through swc's transforms: decorators (legacy ones first when `legacy_decorators`),
+/// TypeScript, the helpers they use printed inline, names made unique, parentheses fixed.
+fn transformed(program: &mut Program, comments: &SingleThreadedComments, legacy_decorators: bool) {
+    let (unresolved, top_level) = (Mark::new(), Mark::new());
+    HELPERS.set(&Helpers::new(false), || {
+        program.mutate(&mut resolver(unresolved, top_level, true));
+        if legacy_decorators {
+            let legacy = decorators::Config {
+                legacy: true,
+                emit_metadata: false,
+                use_define_for_class_fields: true,
+            };
+            program.mutate(&mut decorators::decorators(legacy));
+        }
+        // After the legacy transform it has no decorators left, and lowers auto-accessors.
+        program.mutate(&mut decorator_2023_11());
+        program.mutate(&mut typescript::typescript(Default::default(), unresolved, top_level));
+        program.mutate(&mut inject_helpers(unresolved));
+        program.mutate(&mut hygiene());
+        program.mutate(&mut fixer(Some(comments)));
+    });
 }
 
 /// How deep a compiled program may nest expressions, statements and types. Some of swc's

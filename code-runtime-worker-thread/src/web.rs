@@ -9,6 +9,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::native::{throw, write_into};
 use crate::{crypto, encoding, state};
 
 /// The names `web.js` defines, which `builtins.rs` makes lazy.
@@ -136,16 +137,6 @@ fn script<'s>(
     )
 }
 
-pub(crate) fn throw(scope: &mut v8::PinScope<'_, '_>, message: &str, range: bool) {
-    let message = v8::String::new(scope, message).unwrap_or_else(|| v8::String::empty(scope));
-    let error = if range {
-        v8::Exception::range_error(scope, message)
-    } else {
-        v8::Exception::type_error(scope, message)
-    };
-    scope.throw_exception(error);
-}
-
 /// `performance.now()`: milliseconds since the run started, from its clock (also
 /// `Event.timeStamp`; `builtins.rs` installs it).
 pub(crate) fn since_start(
@@ -191,26 +182,6 @@ fn encode_into(
     let pair =
         [v8::Number::new(scope, read as f64).into(), v8::Number::new(scope, written as f64).into()];
     rv.set(v8::Array::new_with_elements(scope, &pair).into());
-}
-
-/// Calls `write` with the bytes `view` covers, writable; `None` when it covers none (empty, or
-/// its buffer detached).
-pub(crate) fn write_into<'s, 'i, R>(
-    scope: &mut v8::PinScope<'s, 'i>,
-    view: v8::Local<'_, v8::Uint8Array>,
-    write: impl FnOnce(&mut v8::PinScope<'s, 'i>, &mut [u8]) -> R,
-) -> Option<R> {
-    let (offset, length) = (view.byte_offset(), view.byte_length());
-    let buffer = view.buffer(scope)?;
-    let store = buffer.get_backing_store();
-    let data = store.data().filter(|_| length > 0)?;
-    // SAFETY: `store` keeps the buffer's memory alive for this call; `offset + length` is
-    // within it (V8 keeps a view within its buffer, and a detached buffer has a zero length,
-    // excluded above); this thread is the isolate's, and `write` runs no JavaScript (it only
-    // writes bytes), so nothing else reads or writes the slice while it lives.
-    let target =
-        unsafe { std::slice::from_raw_parts_mut(data.as_ptr().cast::<u8>().add(offset), length) };
-    Some(write(scope, target))
 }
 
 /// `decode(bytes, fatal)`: the UTF-8 `bytes` as a string, malformed sequences replaced by
