@@ -652,15 +652,17 @@
     }
     throw new TypeError("Algorithm: name: Missing or not a string");
   };
+  // Algorithm names match ASCII case-insensitively (`"ſha-1"` names nothing).
+  const upper = (name) => name.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
   const hashOf = (algorithm) => {
     const name = algorithmName(algorithm);
-    const canonical = name.toUpperCase();
+    const canonical = upper(name);
     if (!(canonical in HASHES)) throw unsupported(`The algorithm "${name}"`);
     return canonical;
   };
   const isHmac = (algorithm) => {
     const name = algorithmName(algorithm);
-    if (name.toUpperCase() !== "HMAC") throw unsupported(`The algorithm "${name}"`);
+    if (upper(name) !== "HMAC") throw unsupported(`The algorithm "${name}"`);
   };
   // The bytes of a BufferSource, as a Uint8Array over them (read before the method returns).
   const bytesOf = (value, what) => {

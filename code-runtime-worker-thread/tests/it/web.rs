@@ -280,8 +280,10 @@ return [
 }
 
 /// Where this runtime and Node 20 part: `exportKey` of a key that is not extractable (Node
-/// names its error `InvalidAccessException`), and Web Crypto's other algorithms, which Node has
-/// and a run refuses by name, saying what it has.
+/// names its error `InvalidAccessException`), an algorithm named with a non-ASCII letter that
+/// upper-cases to an ASCII one (Web Crypto matches names ASCII case-insensitively; Node takes
+/// `"\u{17f}ha-1"` for SHA-1), and Web Crypto's other algorithms, which Node has and a run
+/// refuses by name, saying what it has.
 #[test]
 fn what_subtle_does_not_have_it_says() {
     let program = r#"const failed = async (f) => { try { await f(); return "resolved"; } catch (e) { return [e.name, e.message]; } };
@@ -291,6 +293,7 @@ return [
   await failed(() => crypto.subtle.encrypt({ name: "AES-GCM", iv: new Uint8Array(12) }, key, new Uint8Array(1))),
   await failed(() => crypto.subtle.importKey("raw", new Uint8Array(16), "AES-GCM", false, ["encrypt"])),
   await failed(() => crypto.subtle.importKey("spki", new Uint8Array(16), { name: "HMAC", hash: "SHA-256" }, false, ["sign"])),
+  await failed(() => crypto.subtle.digest("\u017fha-1", new Uint8Array(1))),
 ];"#;
     let here = "crypto.subtle has digest (SHA-1, SHA-256, SHA-384, SHA-512) and HMAC (generateKey, importKey, exportKey, sign, verify)";
     assert_eq!(
@@ -305,6 +308,10 @@ return [
             [
                 "NotSupportedError",
                 format!("The key format \"spki\" for HMAC is not supported here: {here}")
+            ],
+            [
+                "NotSupportedError",
+                format!("The algorithm \"\u{17f}ha-1\" is not supported here: {here}")
             ],
         ])
     );
