@@ -20,7 +20,7 @@ use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -129,22 +129,32 @@ impl Drop for RunDriver {
     }
 }
 
-#[pymethods]
-impl RunDriver {
-    /// The descriptor the loop watches; readable when the run wants a poll.
-    #[getter]
-    fn fd(&self) -> i32 {
-        self.bell.fd.as_raw_fd()
-    }
+/// How a poll takes the run's lock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Waits for it (the loop's poll; only a disposal holds it otherwise, briefly).
+    Wait,
+    /// Only if nobody holds it: the holder may be this thread, further up the stack.
+    IfFree,
+}
 
-    /// Polls the run (on its loop's thread); when it ends, calls `done(outcome)` and returns
-    /// `True`. Idempotent after the end.
-    fn poll(&self, py: Python<'_>) -> PyResult<bool> {
-        self.bell.reset();
+impl RunDriver {
+    /// Polls the run; `None` when `lock` is [`Lock::IfFree`] and the run is held.
+    fn polled(&self, py: Python<'_>, lock: Lock) -> PyResult<Option<bool>> {
         let waker = Waker::from(self.bell.clone());
         let ended = py.detach(|| {
-            let mut slot = self.run.lock().unwrap_or_else(PoisonError::into_inner);
-            let (future, _) = slot.as_mut()?;
+            let mut slot = match self.run.try_lock() {
+                Ok(slot) => slot,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) if lock == Lock::IfFree => return Polled::Busy,
+                Err(TryLockError::WouldBlock) => {
+                    self.run.lock().unwrap_or_else(PoisonError::into_inner)
+                }
+            };
+            // Reset with the lock held, before the poll: a wake from here on rings again, and
+            // this poll sees whatever rang before.
+            self.bell.reset();
+            let Some((future, _)) = slot.as_mut() else { return Polled::Gone };
             let mut context = Context::from_waker(&waker);
             let mut polled = future.as_mut().poll(&mut context);
             // A few times per poll at most, so the loop gets its thread back whatever the run
@@ -157,22 +167,60 @@ impl RunDriver {
                 polled = future.as_mut().poll(&mut context);
             }
             match polled {
-                Poll::Pending => Some(None),
+                Poll::Pending => Polled::Pending,
                 Poll::Ready(outcome) => {
                     self.finish();
-                    slot.take().map(|(_, done)| Some((outcome, done)))
+                    match slot.take() {
+                        Some((_, done)) => Polled::Ended(outcome, done),
+                        None => Polled::Gone,
+                    }
                 }
             }
         });
         match ended {
-            // Ended before, or abandoned.
-            None => Ok(true),
-            Some(None) => Ok(false),
-            Some(Some((outcome, done))) => {
+            Polled::Busy => Ok(None),
+            Polled::Gone => Ok(Some(true)),
+            Polled::Pending => Ok(Some(false)),
+            Polled::Ended(outcome, done) => {
                 done.call1(py, (outcome_tuple(py, outcome)?,))?;
-                Ok(true)
+                Ok(Some(true))
             }
         }
+    }
+}
+
+/// What one poll found.
+enum Polled {
+    /// The run is held by another poll.
+    Busy,
+    /// It ended before, or was abandoned.
+    Gone,
+    Pending,
+    /// It has just ended: its outcome, and the callable that gets it.
+    Ended(Result<CodeRunResult, ContractError>, Py<PyAny>),
+}
+
+#[pymethods]
+impl RunDriver {
+    /// The descriptor the loop watches; readable when the run wants a poll.
+    #[getter]
+    fn fd(&self) -> i32 {
+        self.bell.fd.as_raw_fd()
+    }
+
+    /// Polls the run (on its loop's thread); when it ends, calls `done(outcome)` and returns
+    /// `True`. Idempotent after the end.
+    fn poll(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.polled(py, Lock::Wait)?.unwrap_or(true))
+    }
+
+    /// [`poll`](Self::poll), from the task of a binding call that has just answered, on the
+    /// loop's thread: the run takes the answer now rather than at the loop's next turn (which
+    /// would first ask the selector for the bell the answer rang). `None` when the run is being
+    /// polled already (the call answered inside that poll, as an eagerly started task does):
+    /// that poll sees the answer.
+    fn poll_now(&self, py: Python<'_>) -> PyResult<Option<bool>> {
+        self.polled(py, Lock::IfFree)
     }
 
     /// Cancels the run (idempotent): it ends as `abort` at its next poll.

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use code_runtime::{
-    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeRunRequest, CodeRuntime, ContractError,
-    Decision, Decisions, Language, Limits, RunLimits,
+    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest,
+    CodeRuntime, ContractError, Decision, Decisions, Language, Limits, RunLimits, binding,
 };
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
@@ -321,6 +321,33 @@ impl NativeRuntime {
             });
         });
         Ok(())
+    }
+
+    /// The seconds one run of `program` takes on this provider from the Rust host: polled by a
+    /// tokio `block_on` (as `code-runtime bench` polls its runs) with a Rust `tools.echo` that
+    /// returns its argument. `python -m code_runtime.bench` measures it beside each of its own
+    /// runs, so the two share the machine's moment, not only its day. A run that fails raises.
+    fn rust_host_seconds(&self, py: Python<'_>, program: String) -> PyResult<f64> {
+        let executor = executor::handle().map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot start the executor: {error}"))
+        })?;
+        let runtime = self.runtime.clone();
+        let echo = CodeBindingNamespace::new("tools")
+            .function("echo", binding(|args| async move { Ok(args.into()) }));
+        let (elapsed, result) = py.detach(move || {
+            executor.block_on(async move {
+                let started = Instant::now();
+                let result = runtime.run(CodeRunRequest::new(program).binding(echo)).await;
+                (started.elapsed(), result)
+            })
+        });
+        match result {
+            Ok(result) if result.is_ok() => Ok(elapsed.as_secs_f64()),
+            Ok(result) => {
+                Err(PyRuntimeError::new_err(format!("the run failed: {:?}", result.error())))
+            }
+            Err(error) => Err(contract_error(error)),
+        }
     }
 
     /// Disposes the provider and waits for it, the GIL released (for `atexit` and `with`).

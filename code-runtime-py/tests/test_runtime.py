@@ -192,6 +192,51 @@ def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
     assert seen[0] is not seen[1]
 
 
+def test_runs_that_end_on_a_bindings_answer_leave_their_loop_clean(rt: Runtime) -> None:
+    """A call's task polls its run when it answers, so a run can end inside that task (its last
+    call answered, its program returns). Many such runs on one loop, one after another and some
+    at once, each ending on an answer, a rejection or a plain function's answer: every one ends
+    with its result, and the loop watches no descriptor of an ended run (a run's descriptor is
+    reused by the next, which a stale watch would break)."""
+    tools = Namespace("tools")
+
+    @tools.function
+    async def double(n: int) -> int:
+        return n * 2
+
+    @tools.function
+    async def refuse(n: int) -> int:
+        raise BindingError(f"no {n}", data={"n": n})
+
+    @tools.function
+    def plain(n: int) -> int:
+        return n + 1
+
+    code = program(
+        rt,
+        "r = await tools.double(n=n)\ntry:\n    await tools.refuse(n=n)\nexcept Exception:\n"
+        "    r += 100\nreturn r + await tools.plain(n=n)",
+        "let r = await tools.double({n}); try { await tools.refuse({n}); } catch { r += 100; } "
+        "return r + await tools.plain({n});",
+    )
+
+    async def many() -> List[Any]:
+        loop = asyncio.get_running_loop()
+        watched_before = len(loop._selector.get_map())  # type: ignore[attr-defined]
+        values = []
+        for n in range(40):
+            values.append((await rt.run(code, namespaces=[tools], values={"n": n})).value)
+        together = await asyncio.gather(
+            *(rt.run(code, namespaces=[tools], values={"n": n}) for n in range(40, 60))
+        )
+        values.extend(result.value for result in together)
+        assert len(loop._selector.get_map()) == watched_before  # type: ignore[attr-defined]
+        return values
+
+    values = run(many())
+    assert values == [n * 2 + 100 + n + 1 for n in range(60)]
+
+
 def test_values_are_read_only_globals(rt: Runtime) -> None:
     code = program(rt, "return spec['n'] * 2", "return spec.n * 2;")
     result = run(rt.run(code, values={"spec": {"n": 21}}))
@@ -594,3 +639,21 @@ def test_a_virtual_environments_packages_preloaded() -> None:
         Runtime("typescript", isolation="thread", preload=["numpy"])
     with pytest.raises(ContractError):
         Runtime("python", preload=["not a module"])
+
+
+def test_the_bench_measures_both_hosts_turn_about(rt: Runtime) -> None:
+    """``python -m code_runtime.bench``'s measure, small: the Python host's figures and the Rust
+    host's, on the same provider, each a positive number, and their ratios."""
+    from code_runtime import bench
+
+    figures = run(bench._measure(rt, samples=3, loops=1))
+    for host in ("python_host", "rust_host"):
+        assert figures[host]["trivial_run_ms"] > 0
+        assert figures[host]["binding_rtt_us"] > 0
+    assert figures["ratios"]["rtt_vs_rust"] > 0
+    assert abs(
+        figures["ratios"]["trivial_minus_rust_ms"]
+        - (figures["python_host"]["trivial_run_ms"] - figures["rust_host"]["trivial_run_ms"])
+    ) < 1e-9
+    with pytest.raises(RuntimeError, match="the run failed"):
+        rt._native.rust_host_seconds(program(rt, "raise ValueError('x')", "throw new Error('x');"))

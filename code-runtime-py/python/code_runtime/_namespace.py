@@ -172,10 +172,14 @@ class Namespace:
         )
 
     def _dispatcher(
-        self, loop: asyncio.AbstractEventLoop, context: contextvars.Context
+        self,
+        loop: asyncio.AbstractEventLoop,
+        context: contextvars.Context,
+        answered: Callable[[], None],
     ) -> _native.Invoke:
         """The run's ``invoke(function, argument, reply)``: starts each call as a task on
-        ``loop``, in a copy of the context the run was started in."""
+        ``loop``, in a copy of the context the run was started in; a call that has answered
+        calls ``answered()`` (which polls the run) from its task."""
         functions = dict(self._functions)
         label = self.name
 
@@ -186,7 +190,7 @@ class Namespace:
             if entry is None:  # the namespace changed between the declaration and this run
                 reply.reject(f"{label}.{function} is not a function of this run")
                 return None
-            call = _Call(entry, argument, reply, context)
+            call = _Call(entry, argument, reply, context, answered)
             try:
                 # Runs are polled on their loop, so this is its thread: the task starts now.
                 on_loop(loop, call.start, loop)
@@ -236,7 +240,7 @@ def _is_async(function: Callable[..., Any]) -> bool:
 class _Call:
     """One call of a Python function, on the run's event loop."""
 
-    __slots__ = ("entry", "argument", "reply", "context", "task", "cancelled")
+    __slots__ = ("entry", "argument", "reply", "context", "answered", "task", "cancelled")
 
     def __init__(
         self,
@@ -244,11 +248,13 @@ class _Call:
         argument: Any,
         reply: _native.CallReply,
         context: contextvars.Context,
+        answered: Callable[[], None],
     ) -> None:
         self.entry = entry
         self.argument = argument
         self.reply = reply
         self.context = context
+        self.answered = answered
         self.task: Optional[asyncio.Future[Any]] = None
         self.cancelled = False
 
@@ -264,6 +270,8 @@ class _Call:
             self.task = asyncio.Task(
                 self._run(loop), loop=loop, context=self.context.copy(), eager_start=True
             )
+        elif sys.version_info >= (3, 11):
+            self.task = loop.create_task(self._run(loop), context=self.context.copy())
         else:
             self.task = self.context.copy().run(loop.create_task, self._run(loop))
 
@@ -282,14 +290,17 @@ class _Call:
             self.reply.reject("the call was cancelled")
             raise
         except BindingError as error:
-            self.reply.reject(error.message, error.data)
+            taken = self.reply.reject(error.message, error.data)
         except _schema.ArgumentError as error:
-            self.reply.reject(f"TypeError: {error}")
+            taken = self.reply.reject(f"TypeError: {error}")
         except Exception as error:  # the program sees every failure of the function
             message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-            self.reply.reject(message, getattr(error, "data", None))
+            taken = self.reply.reject(message, getattr(error, "data", None))
         else:
-            self.reply.resolve(value)
+            taken = self.reply.resolve(value)
+        if taken:
+            # The run takes the answer in this step rather than at the loop's next turn.
+            self.answered()
 
     def cancel(self) -> None:
         self.cancelled = True

@@ -432,7 +432,8 @@ class Runtime:
             except RuntimeError:  # the loop closed: nobody waits for this run
                 pass
 
-        bound = [(ns._native, ns._dispatcher(loop, context)) for ns in namespaces]
+        run = _Run(loop)
+        bound = [(ns._native, ns._dispatcher(loop, context, run.poll_now)) for ns in namespaces]
         driver = self._native.run(
             code,
             bound,
@@ -448,8 +449,9 @@ class Runtime:
             resume=resume,
             truncate=truncate,
         )
-        # The run is polled on this loop: whenever its eventfd rings, and once now.
-        run = _Run(driver, loop)
+        # The run is polled on this loop: whenever its eventfd rings, once now, and by each
+        # binding call that answers it.
+        run.driver = driver
         self._runs.add(run)
         loop.add_reader(driver.fd, run.poll)
         try:
@@ -471,19 +473,41 @@ class _Run:
 
     __slots__ = ("driver", "loop", "__weakref__")
 
-    def __init__(self, driver: _native.RunDriver, loop: asyncio.AbstractEventLoop) -> None:
-        self.driver = driver
+    driver: _native.RunDriver  # set once the run has started
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
 
     def poll(self) -> None:
         try:
             ended = self.driver.poll()
         except BaseException:
-            self.loop.remove_reader(self.driver.fd)
-            self.driver.abandon()
+            self._drop()
             raise
         if ended:
             self.loop.remove_reader(self.driver.fd)
+
+    def poll_now(self) -> None:
+        """Polls the run from the task of a binding call that has just answered it, unless it
+        is being polled (the answer came inside that poll). A failure goes where the reader's
+        would: to the loop's exception handler, not into the binding's task."""
+        try:
+            ended = self.driver.poll_now()
+        except (SystemExit, KeyboardInterrupt):
+            self._drop()
+            raise
+        except BaseException as error:
+            self._drop()
+            self.loop.call_exception_handler(
+                {"message": "code_runtime: polling a run failed", "exception": error}
+            )
+            return
+        if ended:
+            self.loop.remove_reader(self.driver.fd)
+
+    def _drop(self) -> None:
+        self.loop.remove_reader(self.driver.fd)
+        self.driver.abandon()
 
     def abandon_unless_polled(self, blocking: bool) -> None:
         """Before a close: a run whose loop will not poll it again (closed, stopped, or, for a

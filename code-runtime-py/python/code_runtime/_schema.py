@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 try:  # pragma: no cover - exercised with and without pydantic
     import pydantic
@@ -39,6 +39,9 @@ class Signature:
     output_schema: Optional[Dict[str, Any]]
     #: pydantic's validator of each annotated parameter, made once.
     adapters: Dict[str, Any]
+    #: The parameters' names, and those of the required ones: looked up in every call.
+    names: FrozenSet[str]
+    required: Tuple[str, ...]
 
 
 def _is_model(hint: Any) -> bool:
@@ -143,7 +146,15 @@ def signature_of(
                     adapters[p.name] = pydantic.TypeAdapter(p.hint)
                 except Exception:  # a hint pydantic cannot validate passes values as they are
                     pass
-    return Signature(tuple(parameters), model, input_schema, output_schema, adapters)
+    return Signature(
+        tuple(parameters),
+        model,
+        input_schema,
+        output_schema,
+        adapters,
+        frozenset(p.name for p in parameters),
+        tuple(p.name for p in parameters if p.required),
+    )
 
 
 class ArgumentError(TypeError):
@@ -169,14 +180,14 @@ def arguments(signature: Signature, argument: Any) -> Dict[str, Any]:
                 f"{', '.join(p.name for p in signature.parameters) or 'no'} properties, "
                 f"not {type(argument).__name__}"
             )
-    known = {p.name: p for p in signature.parameters}
+    known = signature.names
     unknown = [name for name in argument if name not in known]
     if unknown:
         raise ArgumentError(
             f"unexpected argument {', '.join(repr(n) for n in unknown)} "
-            f"(the parameters are {', '.join(known) or 'none'})"
+            f"(the parameters are {', '.join(p.name for p in signature.parameters) or 'none'})"
         )
-    missing = [p.name for p in signature.parameters if p.required and p.name not in argument]
+    missing = [name for name in signature.required if name not in argument]
     if missing:
         raise ArgumentError(f"missing argument {', '.join(repr(n) for n in missing)}")
     if not signature.adapters:
