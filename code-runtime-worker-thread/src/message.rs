@@ -240,7 +240,12 @@ fn readable(channel: &UnixStream, timeout: Duration) -> bool {
         if started.elapsed() >= spin {
             break;
         }
-        std::hint::spin_loop();
+        // Yields rather than only spinning: the host's answer comes through threads that need
+        // a CPU too (its reactor, which reads this channel's readiness, and the thread that polls
+        // the run), and a host that spins while it waits for the reactor (the Python package's
+        // event loop does) leaves none on a two-CPU machine. Measured there from Python: a round
+        // trip 36-41 us against 57-61 with a plain spin; the Rust host's is the same either way.
+        std::thread::yield_now();
     }
     let left = timeout.saturating_sub(started.elapsed());
     let mut poll = libc::pollfd { fd: channel.as_raw_fd(), events: libc::POLLIN, revents: 0 };
