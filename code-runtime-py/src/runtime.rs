@@ -130,75 +130,86 @@ struct Options {
     interpreter: Option<PathBuf>,
     preload: Vec<String>,
     warm: bool,
+    legacy_decorators: bool,
 }
 
 /// A provider, and (Python's) the packages of its interpreter's virtual environment.
 type Started = (Arc<dyn CodeRuntime>, Vec<(String, String)>);
 
 fn start(options: Options) -> PyResult<Started> {
-    let Options { language, isolation, limits, cell_executable, interpreter, preload, warm } =
-        options;
-    match language {
-        Language::Python => {
-            if isolation.as_deref().is_some_and(|isolation| isolation != "process") {
-                return Err(contract_error(
-                    "isolation must be \"process\" for Python: it always runs in a sandbox cell",
-                ));
-            }
-            let mut config =
-                PythonConfig { limits, warm_cell: warm, preload, ..PythonConfig::default() };
-            if let Some(interpreter) = interpreter {
-                config.interpreter = interpreter;
-            }
-            match PythonCodeRuntime::new(config) {
-                Ok(runtime) => {
-                    let packages = runtime.packages().to_vec();
-                    Ok((Arc::new(runtime), packages))
-                }
-                Err(PythonError::Config(error)) => Err(contract_error(error)),
-                Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
-            }
+    match options.language {
+        Language::Python => start_python(options),
+        _ => start_typescript(options),
+    }
+}
+
+fn start_python(options: Options) -> PyResult<Started> {
+    if options.legacy_decorators {
+        return Err(contract_error("legacy_decorators is for TypeScript runs"));
+    }
+    if options.isolation.as_deref().is_some_and(|isolation| isolation != "process") {
+        return Err(contract_error(
+            "isolation must be \"process\" for Python: it always runs in a sandbox cell",
+        ));
+    }
+    let mut config = PythonConfig {
+        limits: options.limits,
+        warm_cell: options.warm,
+        preload: options.preload,
+        ..PythonConfig::default()
+    };
+    if let Some(interpreter) = options.interpreter {
+        config.interpreter = interpreter;
+    }
+    match PythonCodeRuntime::new(config) {
+        Ok(runtime) => {
+            let packages = runtime.packages().to_vec();
+            Ok((Arc::new(runtime), packages))
         }
-        _ => {
-            let isolation = match isolation.as_deref() {
-                None | Some("process") => Isolation::Process,
-                Some("thread") => Isolation::Thread,
-                Some(other) => {
-                    return Err(contract_error(format!(
-                        "isolation must be \"process\" or \"thread\", not {other:?}"
-                    )));
-                }
-            };
-            if !preload.is_empty() {
-                return Err(contract_error("preload is for Python runs"));
-            }
-            if isolation == Isolation::Process && cell_executable.is_none() {
-                return Err(contract_error(
-                    "TypeScript with process isolation needs the `code-runtime` executable that \
-                     serves V8 cells (cell_executable); it is installed with this package",
-                ));
-            }
-            let config = WorkerThreadConfig {
-                limits,
-                isolation,
-                cell_executable,
-                warm,
-                machine_cache: code_runtime_sandbox::cache::user_dir(),
-                ..WorkerThreadConfig::default()
-            };
-            match WorkerThreadCodeRuntime::new(config) {
-                Ok(runtime) => Ok((Arc::new(runtime), Vec::new())),
-                Err(WorkerThreadError::Config(error)) => Err(contract_error(error)),
-                Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
-            }
+        Err(PythonError::Config(error)) => Err(contract_error(error)),
+        Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
+    }
+}
+
+fn start_typescript(options: Options) -> PyResult<Started> {
+    let isolation = match options.isolation.as_deref() {
+        None | Some("process") => Isolation::Process,
+        Some("thread") => Isolation::Thread,
+        Some(other) => {
+            return Err(contract_error(format!(
+                "isolation must be \"process\" or \"thread\", not {other:?}"
+            )));
         }
+    };
+    if !options.preload.is_empty() {
+        return Err(contract_error("preload is for Python runs"));
+    }
+    if isolation == Isolation::Process && options.cell_executable.is_none() {
+        return Err(contract_error(
+            "TypeScript with process isolation needs the `code-runtime` executable that \
+             serves V8 cells (cell_executable); it is installed with this package",
+        ));
+    }
+    let config = WorkerThreadConfig {
+        limits: options.limits,
+        isolation,
+        cell_executable: options.cell_executable,
+        warm: options.warm,
+        legacy_decorators: options.legacy_decorators,
+        machine_cache: code_runtime_sandbox::cache::user_dir(),
+        ..WorkerThreadConfig::default()
+    };
+    match WorkerThreadCodeRuntime::new(config) {
+        Ok(runtime) => Ok((Arc::new(runtime), Vec::new())),
+        Err(WorkerThreadError::Config(error)) => Err(contract_error(error)),
+        Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
     }
 }
 
 #[pymethods]
 impl NativeRuntime {
     #[new]
-    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, preload = Vec::new(), warm = true, checkpoint_key = None))]
+    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, preload = Vec::new(), warm = true, checkpoint_key = None, legacy_decorators = false))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
     fn new(
         py: Python<'_>,
@@ -210,13 +221,22 @@ impl NativeRuntime {
         preload: Vec<String>,
         warm: bool,
         checkpoint_key: Option<Vec<u8>>,
+        legacy_decorators: bool,
     ) -> PyResult<Self> {
         let language = language.as_language().map_err(contract_error)?;
         let checkpoint_key =
             checkpoint_key.map(CheckpointKey::new).transpose().map_err(contract_error)?;
         let limits = provider_limits(limits)?;
-        let options =
-            Options { language, isolation, limits, cell_executable, interpreter, preload, warm };
+        let options = Options {
+            language,
+            isolation,
+            limits,
+            cell_executable,
+            interpreter,
+            preload,
+            warm,
+            legacy_decorators,
+        };
         // Starting may start a cell and wait for it: not with the GIL held.
         let (runtime, packages) = py.detach(|| start(options))?;
         Ok(Self { runtime, checkpoint_key, packages })

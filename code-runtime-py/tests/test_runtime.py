@@ -268,6 +268,36 @@ def test_bad_construction_is_a_contract_error() -> None:
         Runtime("python", isolation="thread")
     with pytest.raises(ContractError):
         Runtime("typescript", isolation="fiber")  # type: ignore[arg-type]
+    with pytest.raises(ContractError, match="legacy_decorators is for TypeScript"):
+        Runtime("python", legacy_decorators=True)
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_legacy_decorators_as_typescripts_experimental_decorators(
+    isolation: str, ts_rt: Runtime, ts_thread_rt: Runtime
+) -> None:
+    """``legacy_decorators=True`` runs what ``experimentalDecorators`` allows and TC39's
+    decorators do not (a parameter decorator; a method decorator that gets the descriptor); the
+    default refuses the parameter decorator by name, at the program's own line and column."""
+    code = (
+        "const seen: string[] = [];\n"
+        "function param(target: any, key: string, index: number) { seen.push(`${key} ${index}`); }\n"
+        "function loud(target: any, key: string, d: PropertyDescriptor) {\n"
+        "  const f = d.value; d.value = function (this: any, x: string) { return f.call(this, x).toUpperCase(); };\n"
+        "}\n"
+        "class Greeter {\n"
+        "  @loud greet(@param name: string) { return `hi ${name}`; }\n"
+        "}\n"
+        "return [new Greeter().greet('ann'), seen];"
+    )
+    with Runtime("typescript", isolation=isolation, legacy_decorators=True) as legacy:  # type: ignore[arg-type]
+        result = run(legacy.run(code))
+    assert result.value == ["HI ANN", ["greet 0"]], result.error
+    default = ts_thread_rt if isolation == "thread" else ts_rt
+    refused = run(default.run(code))
+    assert refused.error is not None and refused.error.kind == "exception"
+    assert "a parameter decorator is TypeScript's experimentalDecorators" in refused.error.message
+    assert refused.error.message.endswith("(7:15)"), refused.error.message
 
 
 def test_invalid_names_raise_at_construction() -> None:

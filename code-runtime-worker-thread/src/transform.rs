@@ -12,7 +12,9 @@ use swc_common::sync::Lrc;
 use swc_common::{
     BytePos, DUMMY_SP, FileName, GLOBALS, Globals, LineCol, Mark, SourceMap, Spanned,
 };
-use swc_ecma_ast::{EsVersion, Expr, Module, ModuleItem, Pat, Program, Script, Stmt, TsType};
+use swc_ecma_ast::{
+    EsVersion, Expr, Module, ModuleItem, Param, Pat, Program, Script, Stmt, TsParamProp, TsType,
+};
 use swc_ecma_codegen::text_writer::JsWriter;
 use swc_ecma_codegen::{Config, Emitter};
 use swc_ecma_parser::{Parser, StringInput, Syntax, TsSyntax, lexer::Lexer};
@@ -142,6 +144,17 @@ pub(crate) fn compile(
                  most that deep"
             ));
         }
+        if let Some(lo) = (!legacy_decorators).then(|| first_parameter_decorator(&script)).flatten()
+        {
+            let at = position_of(source, header_len, lo.0.saturating_sub(file.start_pos.0));
+            return Err(format!(
+                "a parameter decorator is TypeScript's experimentalDecorators, which TC39's \
+                 decorators (run here) do not have: decorate the class or the method instead \
+                 ({}:{})",
+                at.0 + 1,
+                at.1 + 1
+            ));
+        }
         let statements = unwrapped(script).ok_or("the program is not inside its wrapper")?;
         let body = statements.into_iter().map(ModuleItem::Stmt).collect();
         let mut program = Program::Module(Module { span: DUMMY_SP, body, shebang: None });
@@ -194,6 +207,32 @@ fn transformed(program: &mut Program, comments: &SingleThreadedComments, legacy_
         program.mutate(&mut hygiene());
         program.mutate(&mut fixer(Some(comments)));
     });
+}
+
+/// Where the first decorator of a parameter is (`constructor(@inject api: Api)`): TC39's
+/// decorators have none, and swc's transform would leave it for V8 to refuse without a place.
+/// Walked only after [`too_deep`], so the walk's depth is bounded.
+fn first_parameter_decorator(script: &Script) -> Option<BytePos> {
+    struct First(Option<BytePos>);
+    impl Visit for First {
+        fn visit_param(&mut self, node: &Param) {
+            match node.decorators.first() {
+                Some(decorator) => self.0 = self.0.or(Some(decorator.span.lo)),
+                None if self.0.is_none() => node.visit_children_with(self),
+                None => {}
+            }
+        }
+        fn visit_ts_param_prop(&mut self, node: &TsParamProp) {
+            match node.decorators.first() {
+                Some(decorator) => self.0 = self.0.or(Some(decorator.span.lo)),
+                None if self.0.is_none() => node.visit_children_with(self),
+                None => {}
+            }
+        }
+    }
+    let mut first = First(None);
+    script.visit_with(&mut first);
+    first.0
 }
 
 /// How deep a compiled program may nest expressions, statements and types. Some of swc's

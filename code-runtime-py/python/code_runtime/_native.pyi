@@ -63,6 +63,7 @@ class NativeRuntime:
         preload: Sequence[str] = (),
         warm: bool = True,
         checkpoint_key: Optional[bytes] = None,
+        legacy_decorators: bool = False,
     ) -> None: ...
     @property
     def packages(self) -> list[Tuple[str, str]]: ...

@@ -224,6 +224,7 @@ class Runtime:
         preload: Sequence[str] = (),
         cell_executable: Optional[str] = None,
         warm: bool = True,
+        legacy_decorators: bool = False,
     ) -> None:
         """``isolation``: ``"process"`` (a sandbox cell per run, the default) or, for TypeScript,
         ``"thread"`` (an isolate on a thread of this process: fastest, for trusted programs).
@@ -232,7 +233,9 @@ class Runtime:
         virtual environment's brings its packages (its ``site-packages``, read-only in the cell).
         ``preload`` names modules every Python run starts with imported (``["pandas"]``): imported
         once, in the zygote each run forks from. ``warm`` keeps a sandbox started ahead of the
-        next run."""
+        next run. ``legacy_decorators`` (TypeScript) compiles decorators as TypeScript's
+        ``experimentalDecorators`` does rather than as TC39's decorators, for programs written
+        for that convention."""
         if language not in ("python", "typescript"):
             raise ContractError(f'language must be "python" or "typescript", not {language!r}')
         executable = cell_executable
@@ -247,6 +250,7 @@ class Runtime:
             preload=list(preload),
             warm=warm,
             checkpoint_key=checkpoint_key,
+            legacy_decorators=legacy_decorators,
         )
         self._closed = False
         self._runs: "weakref.WeakSet[_Run]" = weakref.WeakSet()

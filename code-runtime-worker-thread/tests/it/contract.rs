@@ -561,6 +561,34 @@ fn a_compiled_programs_error_points_at_its_own_lines_and_columns() {
 }
 
 #[test]
+fn a_parameter_decorator_without_legacy_decorators_says_so_where_it_is() {
+    // Beside a member's decorator, on a parameter property, and alone on a method's parameter:
+    // each is refused by name at the program's own line:column, not by V8 without a place.
+    for (program, at) in [
+        (
+            "const d = (...a: any[]) => {};\nclass C {\n  @d m(@d x: string) { return x; }\n}\nreturn 1;",
+            "(3:8)",
+        ),
+        (
+            "const d = (...a: any[]) => {};\nclass C {\n  constructor(@d private x: string) {}\n}\nreturn 1;",
+            "(3:15)",
+        ),
+        (
+            "const d = (...a: any[]) => {};\nclass C {\n  m(@d x: string) { return x; }\n}\nreturn 1;",
+            "(3:5)",
+        ),
+    ] {
+        let result = run(program, vec![]);
+        let message = result.error().map(|error| error.message().to_owned()).unwrap_or_default();
+        assert!(
+            message.contains("a parameter decorator is TypeScript's experimentalDecorators")
+                && message.contains(at),
+            "{program}: {message}"
+        );
+    }
+}
+
+#[test]
 fn c042_erasable_forms_run() {
     let program = "type T = { a: number };\ninterface I { b?: string }\nfunction f<T>(x: T): T { return x }\nconst v = f<number>(3) satisfies number;\nlet u!: string;\nclass C { declare y: number; z: number = 1 }\nreturn [v, new C().z, ([] as unknown[]).length];";
     assert_eq!(value(&run(program, vec![])), &json!([3, 1, 0]));
