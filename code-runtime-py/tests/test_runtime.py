@@ -687,3 +687,40 @@ def test_the_bench_measures_both_hosts_turn_about(rt: Runtime) -> None:
     ) < 1e-9
     with pytest.raises(RuntimeError, match="the run failed"):
         rt._native.rust_host_seconds(program(rt, "raise ValueError('x')", "throw new Error('x');"))
+
+
+def test_a_poll_that_fails_fails_the_awaiting_run_rather_than_hanging_it(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When handing a run's outcome to Python fails (here: the callback that settles it raises),
+    the poll that found the outcome drops the run, and ``await rt.run(...)`` raises with the
+    cause instead of waiting for an outcome that will never come. Both polls: the loop's (a
+    trivial run) and a binding task's (the run ends on a binding's answer)."""
+    from code_runtime import _runtime
+
+    def broken(future: Any, value: Any) -> None:
+        raise ValueError("settling failed")
+
+    monkeypatch.setattr(_runtime, "_settle", broken)
+    tools = Namespace("tools")
+
+    @tools.function
+    async def one() -> int:
+        return 1
+
+    async def both() -> List[str]:
+        loop = asyncio.get_running_loop()
+        handled: List[Any] = []
+        loop.set_exception_handler(lambda _loop, context: handled.append(context))
+        messages = []
+        for code, namespaces in (
+            ("return 1", []),
+            (program(rt, "return await tools.one()", "return await tools.one();"), [tools]),
+        ):
+            with pytest.raises(RuntimeError, match="polling the run failed") as raised:
+                await asyncio.wait_for(rt.run(code, namespaces=namespaces), timeout=30)
+            messages.append(repr(raised.value.__cause__))
+        return messages
+
+    messages = run(both())
+    assert all("settling failed" in message for message in messages), messages

@@ -436,7 +436,7 @@ class Runtime:
             except RuntimeError:  # the loop closed: nobody waits for this run
                 pass
 
-        run = _Run(loop)
+        run = _Run(loop, finished)
         bound = [(ns._native, ns._dispatcher(loop, context, run.poll_now)) for ns in namespaces]
         driver = self._native.run(
             code,
@@ -460,9 +460,13 @@ class Runtime:
         loop.add_reader(driver.fd, run.poll)
         try:
             run.poll()
-        except BaseException:
+        except BaseException as error:
             loop.remove_reader(driver.fd)
             driver.abandon()
+            # The poll's own failure, as the awaiting caller would have got it from `finished`.
+            failure = finished.exception() if finished.done() else None
+            if failure is not None and not isinstance(error, (SystemExit, KeyboardInterrupt)):
+                raise failure from error
             raise
         try:
             outcome = await asyncio.shield(finished)
@@ -475,18 +479,21 @@ class Runtime:
 class _Run:
     """A run in flight on ``loop``, polled from the loop's reader callback."""
 
-    __slots__ = ("driver", "loop", "__weakref__")
+    __slots__ = ("driver", "loop", "finished", "__weakref__")
 
     driver: _native.RunDriver  # set once the run has started
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, finished: "asyncio.Future[Tuple[Any, ...]]"
+    ) -> None:
         self.loop = loop
+        self.finished = finished
 
     def poll(self) -> None:
         try:
             ended = self.driver.poll()
-        except BaseException:
-            self._drop()
+        except BaseException as error:
+            self._drop(error)
             raise
         if ended:
             self.loop.remove_reader(self.driver.fd)
@@ -497,11 +504,11 @@ class _Run:
         would: to the loop's exception handler, not into the binding's task."""
         try:
             ended = self.driver.poll_now()
-        except (SystemExit, KeyboardInterrupt):
-            self._drop()
+        except (SystemExit, KeyboardInterrupt) as error:
+            self._drop(error)
             raise
         except BaseException as error:
-            self._drop()
+            self._drop(error)
             self.loop.call_exception_handler(
                 {"message": "code_runtime: polling a run failed", "exception": error}
             )
@@ -509,9 +516,15 @@ class _Run:
         if ended:
             self.loop.remove_reader(self.driver.fd)
 
-    def _drop(self) -> None:
+    def _drop(self, error: BaseException) -> None:
+        """After a poll that failed: the run is dropped, and whoever awaits it gets the failure
+        (its outcome will never come), not a wait without end."""
         self.loop.remove_reader(self.driver.fd)
         self.driver.abandon()
+        if not self.finished.done():
+            failure = RuntimeError(f"code_runtime: polling the run failed: {error!r}")
+            failure.__cause__ = error
+            self.finished.set_exception(failure)
 
     def abandon_unless_polled(self, blocking: bool) -> None:
         """Before a close: a run whose loop will not poll it again (closed, stopped, or, for a
