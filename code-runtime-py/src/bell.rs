@@ -1,11 +1,13 @@
 //! [`Bell`]: a waker that makes an event loop's selector see a wake (an eventfd), for a future
-//! polled by a loop that is not a Rust executor (`driver.rs`). Kept free of Python so a test
-//! binary can include it (`tests/bell.rs`).
+//! polled by a loop that is not a Rust executor (`driver.rs`), and [`Spins`]: whether a poll
+//! waits for it by looking rather than sleeping. Kept free of Python so a test binary can
+//! include it (`tests/bell.rs`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::task::Wake;
+use std::time::{Duration, Instant};
 
 /// An eventfd that makes the loop poll the run. `rung` keeps it to one write per poll.
 pub(crate) struct Bell {
@@ -45,6 +47,21 @@ impl Bell {
     pub(crate) fn rung(&self) -> bool {
         self.rung.load(Ordering::SeqCst)
     }
+
+    /// Whether it rings within `spin`, looked at without sleeping. Between looks the core goes
+    /// to any other thread that wants it: early in a run, the isolate's compiler threads (in a
+    /// cell or in this process) do, and on two cores a look that kept the core made the first
+    /// few hundred calls about twice as slow as from a host that sleeps.
+    pub(crate) fn rings_within(&self, spin: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < spin {
+            if self.rung() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        self.rung()
+    }
 }
 
 impl Wake for Bell {
@@ -58,6 +75,44 @@ impl Wake for Bell {
             // SAFETY: an 8-byte write from a live u64 to the eventfd this bell owns. It cannot
             // block (the counter is far from its limit: one write per poll).
             let _ = unsafe { libc::write(self.fd.as_raw_fd(), (&raw const one).cast(), 8) };
+        }
+    }
+}
+
+/// Whether a run's waits for its bell are worth looking for ([`Bell::rings_within`]). A look
+/// that found nothing kept a core busy for nothing: a program that computes between its calls,
+/// or an isolate still compiling early in a run, answers later than a look lasts. So after a
+/// miss the next looks are skipped, twice as many after each miss in a row, until a look finds
+/// the bell. Atomics only for `Sync`: a run is polled on one thread.
+#[derive(Default)]
+pub(crate) struct Spins {
+    /// Looks left to skip.
+    skip: AtomicU32,
+    /// Misses in a row.
+    misses: AtomicU32,
+}
+
+impl Spins {
+    /// Whether to look this time (a skipped look counts down the skips).
+    pub(crate) fn worth_it(&self) -> bool {
+        let skip = self.skip.load(Ordering::Relaxed);
+        if skip == 0 {
+            return true;
+        }
+        self.skip.store(skip - 1, Ordering::Relaxed);
+        false
+    }
+
+    /// What a look found.
+    pub(crate) fn record(&self, rung: bool) {
+        if rung {
+            self.misses.store(0, Ordering::Relaxed);
+        } else {
+            // At most 64 looks skipped in a row: a run that has warmed up (its isolate compiled
+            // its loop) is back to looking within a few dozen calls.
+            let misses = self.misses.load(Ordering::Relaxed).min(6);
+            self.skip.store(1 << misses, Ordering::Relaxed);
+            self.misses.store(misses + 1, Ordering::Relaxed);
         }
     }
 }

@@ -14,7 +14,8 @@
 //! for its isolate and nothing else (no binding call or approver in Python, no other run), the
 //! isolate's answer typically comes within microseconds; going back to the loop would put its
 //! thread to sleep in `epoll_wait`, and waking a sleeping thread costs tens of microseconds on
-//! a virtual machine, more than the answer took.
+//! a virtual machine, more than the answer took. Only while such looks pay, though: see
+//! [`Spins`].
 
 use std::future::Future;
 use std::os::fd::AsRawFd;
@@ -22,22 +23,22 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use code_runtime::{CodeRunResult, ContractError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::bell::Bell;
+use crate::bell::{Bell, Spins};
 use crate::outcome::outcome_tuple;
 
 /// How long a poll looks at the bell before it returns (see the module's doc): the isolate's
 /// own wait for the host spins as long (`code-runtime-worker-thread`'s `message.rs`).
 const SPIN: Duration = Duration::from_micros(50);
 
-/// How many times one poll polls the run again after looking at its bell: a bound on how long
-/// the loop waits for its thread (a binding that answers at once, as on Python 3.12 where a
-/// call's task starts eagerly, makes a whole round trip one more poll).
+/// How many times one poll polls the run again after its bell rang: a bound on how long the loop
+/// waits for its thread. A binding call's task starts eagerly (`_namespace.py`), so a binding
+/// that answers at once answers inside the poll, and a whole round trip is one more poll.
 const MAX_SPINS: usize = 8;
 
 /// What the runs of this process wait for in Python: the runs not ended, and the binding calls
@@ -82,6 +83,11 @@ pub(crate) struct RunDriver {
     run: Mutex<Option<(RunFuture, Py<PyAny>)>>,
     /// Whether `run` is empty, readable without its lock.
     finished: AtomicBool,
+    /// Whether a poll holds `run`: a binding that answers inside that poll (its task started
+    /// eagerly) sees it without releasing the GIL to try the lock.
+    polling: AtomicBool,
+    /// How this run's waits for its bell have gone.
+    spins: Spins,
     token: CancellationToken,
 }
 
@@ -97,6 +103,8 @@ impl RunDriver {
             bell,
             run: Mutex::new(Some((future, done))),
             finished: AtomicBool::new(false),
+            polling: AtomicBool::new(false),
+            spins: Spins::default(),
             token,
         })
     }
@@ -110,16 +118,15 @@ impl RunDriver {
         }
     }
 
-    /// Whether the bell rings within `spin`, looked at without sleeping.
-    fn bell_rings_within(&self, spin: Duration) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < spin {
-            if self.bell.rung() {
-                return true;
-            }
-            std::hint::spin_loop();
+    /// Whether the bell rings within [`SPIN`], looked at without sleeping, unless recent looks
+    /// found nothing (see [`Spins`]).
+    fn waited_for_bell(&self) -> bool {
+        if !self.spins.worth_it() {
+            return false;
         }
-        self.bell.rung()
+        let rung = self.bell.rings_within(SPIN);
+        self.spins.record(rung);
+        rung
     }
 }
 
@@ -141,6 +148,9 @@ enum Lock {
 impl RunDriver {
     /// Polls the run; `None` when `lock` is [`Lock::IfFree`] and the run is held.
     fn polled(&self, py: Python<'_>, lock: Lock) -> PyResult<Option<bool>> {
+        if lock == Lock::IfFree && self.polling.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
         let waker = Waker::from(self.bell.clone());
         let ended = py.detach(|| {
             let mut slot = match self.run.try_lock() {
@@ -151,6 +161,8 @@ impl RunDriver {
                     self.run.lock().unwrap_or_else(PoisonError::into_inner)
                 }
             };
+            // Declared after `slot`, so dropped before it: cleared while the lock is held.
+            let _polling = Flag::raise(&self.polling);
             // Reset with the lock held, before the poll: a wake from here on rings again, and
             // this poll sees whatever rang before.
             self.bell.reset();
@@ -160,7 +172,12 @@ impl RunDriver {
             // A few times per poll at most, so the loop gets its thread back whatever the run
             // does.
             for _ in 0..MAX_SPINS {
-                if !(polled.is_pending() && Waiting::alone() && self.bell_rings_within(SPIN)) {
+                // Rung already (a binding answered inside this poll, as an eagerly started
+                // call does): polled again at once, whatever else waits. Not rung: waited for
+                // only when nothing else can have work for the loop.
+                let again = polled.is_pending()
+                    && (self.bell.rung() || (Waiting::alone() && self.waited_for_bell()));
+                if !again {
                     break;
                 }
                 self.bell.reset();
@@ -186,6 +203,22 @@ impl RunDriver {
                 Ok(Some(true))
             }
         }
+    }
+}
+
+/// Set for as long as it lives.
+struct Flag<'a>(&'a AtomicBool);
+
+impl<'a> Flag<'a> {
+    fn raise(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::SeqCst);
+        Self(flag)
+    }
+}
+
+impl Drop for Flag<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The run's [`Bell`] against a waker that rings from another thread while the loop resets it:
 //! every wake after a reset must leave the eventfd readable, or the loop never polls the run
-//! again (a run that hangs with its answer waiting).
+//! again (a run that hangs with its answer waiting). And [`Spins`], which decides when a poll
+//! looks for it.
 //!
 //! The extension itself is tested from Python; this file includes the one module of it that has
 //! no Python in it.
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Waker;
 
-use bell::Bell;
+use bell::{Bell, Spins};
 
 /// Whether `bell`'s eventfd turns readable within a second.
 fn rings(bell: &Bell) -> bool {
@@ -50,4 +51,27 @@ fn a_wake_racing_a_reset_is_never_lost() {
     stop.store(true, Ordering::Relaxed);
     ringer.join().expect("the ringer thread");
     assert_eq!(deaf, None, "the bell stopped ringing after a reset, at that round");
+}
+
+/// How many looks `spins` skips before it looks again (the look is taken, not recorded).
+fn skipped(spins: &Spins) -> usize {
+    (0..1_000).take_while(|_| !spins.worth_it()).count()
+}
+
+#[test]
+fn looks_that_miss_are_skipped_twice_as_long_each_time_until_one_finds_the_bell() {
+    let spins = Spins::default();
+    assert_eq!(skipped(&spins), 0, "a run starts by looking");
+    spins.record(true);
+    assert_eq!(skipped(&spins), 0);
+    let mut backoff = Vec::new();
+    for _ in 0..9 {
+        spins.record(false);
+        backoff.push(skipped(&spins));
+    }
+    assert_eq!(backoff, [1, 2, 4, 8, 16, 32, 64, 64, 64], "doubling, up to 64");
+    spins.record(true);
+    assert_eq!(skipped(&spins), 0, "a look that finds the bell ends the backoff");
+    spins.record(false);
+    assert_eq!(skipped(&spins), 1, "and the next miss starts it over");
 }

@@ -1,9 +1,11 @@
 """The package's API against both languages and both isolations."""
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime
 import pathlib
+import sys
 import threading
 from typing import Any, Dict, List
 
@@ -162,8 +164,9 @@ def test_an_argument_that_does_not_fit_the_parameters_rejects_the_call(rt: Runti
 
 
 def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
-    """Whether its first step runs at once (3.12's eager tasks) or on the next turn of the loop,
-    a call is a real task: ``current_task``, timeouts, and a context of its own."""
+    """Its first step runs at once (an eager start, on every Python the package supports but
+    3.10 and older), and it is still a real task: ``current_task``, timeouts, and a context of
+    its own."""
     tools = Namespace("tools")
     seen: List[Any] = []
 
@@ -190,6 +193,119 @@ def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
     assert result.value == [2, 4, True], result.error
     assert len(seen) == 2 and all(isinstance(task, asyncio.Task) for task in seen)
     assert seen[0] is not seen[1]
+
+
+def test_a_call_left_behind_is_cancelled_with_what_it_awaits(rt: Runtime) -> None:
+    """A program that ends without awaiting its call cancels the call, and the cancellation
+    reaches what the call awaits, as a task's cancel does (here a gather's child task, which
+    must not outlive the run), whether the call's first step ran inside the poll that ended
+    the run or on a turn of the loop before."""
+    tools = Namespace("tools")
+    children: List["asyncio.Task[None]"] = []
+    cancelled: List[bool] = []
+
+    @tools.function
+    async def fan_out() -> None:
+        child = asyncio.ensure_future(asyncio.sleep(3600))
+        children.append(child)
+        try:
+            await asyncio.gather(child)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    # Fired as the program returns (the run may end before the call starts, or inside the poll
+    # that started it), and fired a little before.
+    at_once = program(
+        rt,
+        "asyncio.ensure_future(tools.fan_out())\nawait asyncio.sleep(0)\nreturn 1",
+        "tools.fan_out(); return 1;",
+    )
+    after_a_while = program(
+        rt,
+        "asyncio.ensure_future(tools.fan_out())\nawait asyncio.sleep(0.01)\nreturn 1",
+        "tools.fan_out(); await new Promise((r) => setTimeout(r, 10)); return 1;",
+    )
+
+    async def main() -> List[bool]:
+        for code in [at_once, after_a_while] * 10:
+            assert (await rt.run(code, namespaces=[tools])).value == 1
+        for _ in range(200):
+            if all(child.done() for child in children):
+                break
+            await asyncio.sleep(0.01)
+        # Looked at before the loop's end, which cancels whatever is left.
+        return [child.cancelled() for child in children]
+
+    children_cancelled = run(main())
+    assert len(children) >= 10, "a call fired a while before the program returns starts"
+    assert all(children_cancelled)
+    assert len(cancelled) == len(children)
+
+
+def test_a_calls_first_step_runs_at_once_in_a_task_of_its_own() -> None:
+    """How a binding call starts (``_eager_task``: 3.12's eager start, emulated before it): the
+    first step runs before the call returns, with the task current and in the task's context;
+    the task then goes on as any other. Each way a task can end, including a cancel that comes
+    before the loop took the task's first step."""
+    from code_runtime._namespace import _eager_task
+
+    marker: "contextvars.ContextVar[str]" = contextvars.ContextVar("marker", default="outside")
+
+    async def main() -> List[Any]:
+        loop = asyncio.get_running_loop()
+        outer = asyncio.current_task()
+        trace: List[Any] = []
+
+        async def answers_at_once() -> str:
+            trace.append(asyncio.current_task())
+            marker.set("inside")
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(5):
+                    pass
+            return "done"
+
+        task = _eager_task(loop, answers_at_once(), contextvars.copy_context())
+        assert trace == [task], "the first step runs at once, as the task"
+        assert asyncio.current_task() is outer
+        assert marker.get() == "outside"
+        task.cancel()  # after the answer: nothing left to stop
+        assert await task == "done"
+
+        async def waits() -> str:
+            marker.set("set in the first step")
+            await asyncio.sleep(0)
+            return marker.get()
+
+        assert await _eager_task(loop, waits(), contextvars.copy_context()) == "set in the first step"
+
+        async def fails() -> None:
+            raise KeyError("first step")
+
+        with pytest.raises(KeyError, match="first step"):
+            await _eager_task(loop, fails(), contextvars.copy_context())
+
+        children: List["asyncio.Future[None]"] = []
+        seen: List[str] = []
+
+        async def fans_out() -> None:
+            children.append(asyncio.ensure_future(asyncio.sleep(3600)))
+            try:
+                await asyncio.gather(*children)
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+        task = _eager_task(loop, fans_out(), contextvars.copy_context())
+        task.cancel()  # before the loop took its first step
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Looked at before the loop's end, which cancels whatever is left.
+        return [seen, children[0].cancelled()]
+
+    seen, child_cancelled = run(main())
+    assert seen == ["cancelled"]
+    assert child_cancelled, "the cancel reached what the call waited for"
 
 
 def test_runs_that_end_on_a_bindings_answer_leave_their_loop_clean(rt: Runtime) -> None:

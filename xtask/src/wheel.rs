@@ -74,7 +74,8 @@ fn build(release: bool) -> Result<PathBuf, String> {
 }
 
 /// `wheel` installed alone into a fresh environment beside the pinned test tools, then
-/// `mypy --strict` over typed_usage.py and pytest over the suite.
+/// `mypy --strict` over typed_usage.py and over the installed package, and pytest over the
+/// suite.
 #[expect(clippy::disallowed_methods, reason = "xtask runs the test tools")]
 fn test(wheel: &Path, pytest_args: &[&str]) -> Result<(), String> {
     let root = project_root();
@@ -95,6 +96,14 @@ fn test(wheel: &Path, pytest_args: &[&str]) -> Result<(), String> {
             .arg(tests.join("typed_usage.py"))
             .current_dir(&venv),
         "mypy --strict typed_usage.py",
+    )?;
+    // The package's own sources as installed: a user's mypy does not report what is wrong in
+    // an installed package, it only trusts it.
+    run_tool(
+        Command::new(venv.join("bin/python"))
+            .args(["-m", "mypy", "--strict", "--no-incremental", "-p", "code_runtime"])
+            .current_dir(&venv),
+        "mypy --strict -p code_runtime",
     )?;
     run_tool(
         Command::new(venv.join("bin/python"))

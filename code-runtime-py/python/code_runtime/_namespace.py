@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import contextvars
 import functools
 import inspect
@@ -11,9 +12,12 @@ from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
+    Coroutine,
     Dict,
+    Generator,
     Mapping,
     Optional,
+    Tuple,
     TypeVar,
     Union,
     overload,
@@ -190,14 +194,18 @@ class Namespace:
             if entry is None:  # the namespace changed between the declaration and this run
                 reply.reject(f"{label}.{function} is not a function of this run")
                 return None
-            call = _Call(entry, argument, reply, context, answered)
-            try:
-                # Runs are polled on their loop, so this is its thread: the task starts now.
-                on_loop(loop, call.start, loop)
-            except RuntimeError:
-                reply.reject(f"{label}.{function}: the event loop of the run is closed")
-                return None
-            return functools.partial(on_loop, loop, call.cancel)
+            call = _Call(entry, argument, reply, loop, context, answered)
+            if _running_loop() is loop:
+                # Runs are polled on their loop, so this is the common case: the call starts
+                # now, inside the poll.
+                call.begin()
+            else:
+                try:
+                    on_loop(loop, call.start)
+                except RuntimeError:
+                    reply.reject(f"{label}.{function}: the event loop of the run is closed")
+                    return None
+            return call.cancel
 
         return invoke
 
@@ -240,42 +248,37 @@ def _is_async(function: Callable[..., Any]) -> bool:
 class _Call:
     """One call of a Python function, on the run's event loop."""
 
-    __slots__ = ("entry", "argument", "reply", "context", "answered", "task", "cancelled")
+    __slots__ = ("entry", "argument", "reply", "loop", "context", "answered", "task", "cancelled")
 
     def __init__(
         self,
         entry: _Function,
         argument: Any,
         reply: _native.CallReply,
+        loop: asyncio.AbstractEventLoop,
         context: contextvars.Context,
         answered: Callable[[], None],
     ) -> None:
         self.entry = entry
         self.argument = argument
         self.reply = reply
+        self.loop = loop
         self.context = context
         self.answered = answered
         self.task: Optional[asyncio.Future[Any]] = None
         self.cancelled = False
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self.cancelled or self.reply.done:
-            return
-        # Each call gets its own copy of the run's context, as asyncio gives each task one.
-        if sys.version_info >= (3, 12):
-            # The task's first step runs now, in the run's poll: a binding that answers without
-            # waiting answers in that same poll, which then hands the answer to the program with
-            # no turn of the loop in between. Still a real task (`current_task`, timeouts and
-            # cancellation as in any other).
-            self.task = asyncio.Task(
-                self._run(loop), loop=loop, context=self.context.copy(), eager_start=True
-            )
-        elif sys.version_info >= (3, 11):
-            self.task = loop.create_task(self._run(loop), context=self.context.copy())
-        else:
-            self.task = self.context.copy().run(loop.create_task, self._run(loop))
+    def start(self) -> None:
+        """On the loop's thread, some time after the call came: unless it no longer waits."""
+        if not (self.cancelled or self.reply.done):
+            self.begin()
 
-    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+    def begin(self) -> None:
+        """On the loop's thread."""
+        # Each call gets its own copy of the run's context, as asyncio gives each task one.
+        self.task = _eager_task(self.loop, self._run(), self.context.copy())
+
+    async def _run(self) -> None:
         try:
             kwargs = _schema.arguments(self.entry.signature, self.argument)
             if self.entry.is_async:
@@ -283,7 +286,7 @@ class _Call:
             else:
                 # A plain function may block: it runs on the loop's executor, not the loop.
                 call = functools.partial(self.entry.function, **kwargs)
-                value = await loop.run_in_executor(None, contextvars.copy_context().run, call)
+                value = await self.loop.run_in_executor(None, contextvars.copy_context().run, call)
                 if inspect.isawaitable(value):
                     value = await value
         except asyncio.CancelledError:
@@ -299,11 +302,137 @@ class _Call:
         else:
             taken = self.reply.resolve(value)
         if taken:
-            # The run takes the answer in this step rather than at the loop's next turn.
+            # The run takes the answer in this step rather than at the loop's next turn (or,
+            # when this step runs inside the run's poll, that poll takes it).
             self.answered()
 
     def cancel(self) -> None:
+        """From any thread (the run's end may drop the call on the reactor's)."""
+        try:
+            on_loop(self.loop, self._cancel)
+        except RuntimeError:  # the loop is closed: nothing runs to stop
+            pass
+
+    def _cancel(self) -> None:
         self.cancelled = True
         if self.task is not None:
             self.task.cancel()
 
+
+# `_eager_task(loop, coroutine, context)`: a task for `coroutine` in `context` whose first step
+# runs now. A binding that answers without waiting answers inside the run's poll, which hands
+# the answer to the program with no turn of the loop in between (a turn is most of a round
+# trip's cost in Python). Still a real task: `current_task()`, `asyncio.timeout` and
+# cancellation work in every step.
+
+if sys.version_info >= (3, 12):
+
+    def _eager_task(
+        loop: asyncio.AbstractEventLoop,
+        coroutine: Coroutine[Any, Any, None],
+        context: contextvars.Context,
+    ) -> "asyncio.Future[None]":
+        return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
+
+elif sys.version_info >= (3, 11):
+    # Private, stable since 3.7: what asyncio's tasks call around each of their steps.
+    _enter_task = asyncio.tasks._enter_task
+    _leave_task = asyncio.tasks._leave_task
+
+    def _eager_task(
+        loop: asyncio.AbstractEventLoop,
+        coroutine: Coroutine[Any, Any, None],
+        context: contextvars.Context,
+    ) -> "asyncio.Future[None]":
+        # 3.12's eager start, as asyncio's own tasks see it: the task is made first (its first
+        # step is scheduled, and will find the step taken), then the step runs with the task as
+        # the loop's current one, in the task's context. A task of asyncio's own, as 3.12's,
+        # whatever the loop's task factory.
+        started = _Started(coroutine)
+        task = asyncio.Task(started, loop=loop, context=context)
+        outer = asyncio.current_task(loop)  # a binding call's task that polls the run, or none
+        if outer is not None:
+            _leave_task(loop, outer)
+        _enter_task(loop, task)
+        try:
+            context.run(started.first_step)
+        finally:
+            _leave_task(loop, task)
+            if outer is not None:
+                _enter_task(loop, outer)
+        return task
+
+else:
+
+    def _eager_task(
+        loop: asyncio.AbstractEventLoop,
+        coroutine: Coroutine[Any, Any, None],
+        context: contextvars.Context,
+    ) -> "asyncio.Future[None]":
+        # No task context to run the first step in before 3.11: it runs at the loop's next turn.
+        return context.run(loop.create_task, coroutine)
+
+
+_YIELDED, _RETURNED, _RAISED = range(3)
+
+
+class _Started(collections.abc.Coroutine):  # type: ignore[type-arg]
+    """A coroutine whose first step ran before its task's (``_eager_task``): the task's first
+    step gets what that step ended in, later steps go to the coroutine."""
+
+    __slots__ = ("coroutine", "first")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        self.coroutine = coroutine
+        #: (_YIELDED, the future it waits for) | (_RETURNED, value) | (_RAISED, exception),
+        #: until the task's first step takes it.
+        self.first: Optional[Tuple[int, Any]] = None
+
+    def first_step(self) -> None:
+        try:
+            self.first = (_YIELDED, self.coroutine.send(None))
+        except StopIteration as stop:
+            self.first = (_RETURNED, stop.value)
+        except BaseException as error:  # the task's first step raises it, as a task would
+            self.first = (_RAISED, error)
+
+    def send(self, value: Any) -> Any:
+        first, self.first = self.first, None
+        if first is None:
+            return self.coroutine.send(value)
+        outcome, what = first
+        if outcome == _RETURNED:
+            raise StopIteration(what)
+        if outcome == _RAISED:
+            raise what
+        return what
+
+    def throw(self, error: Any, *rest: Any) -> Any:
+        first, self.first = self.first, None
+        if first is not None:
+            outcome, what = first
+            if outcome == _RETURNED:  # it has answered: a late cancel has nothing to stop
+                raise StopIteration(what)
+            if outcome == _RAISED:
+                raise what
+            # The task is cancelled before its first step, while the coroutine waits for
+            # `what`: cancelled as a task's cancel does it, through what it waits for (which
+            # may be tasks of its own, as gather's are), so the wait ends in the cancellation.
+            if (
+                isinstance(error, asyncio.CancelledError)
+                and asyncio.isfuture(what)
+                and what.cancel()
+            ):
+                return what
+        return self.coroutine.throw(error, *rest)
+
+    def close(self) -> None:
+        self.first = None
+        self.coroutine.close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a started binding call is driven by its task only")
+
+    def __getattr__(self, name: str) -> Any:
+        # cr_frame, cr_code, __qualname__, ...: a task's repr and debuggers see the coroutine.
+        return getattr(self.coroutine, name)

@@ -180,16 +180,16 @@ def arguments(signature: Signature, argument: Any) -> Dict[str, Any]:
                 f"{', '.join(p.name for p in signature.parameters) or 'no'} properties, "
                 f"not {type(argument).__name__}"
             )
-    known = signature.names
-    unknown = [name for name in argument if name not in known]
-    if unknown:
+    if not signature.names.issuperset(argument):
+        unknown = [name for name in argument if name not in signature.names]
         raise ArgumentError(
             f"unexpected argument {', '.join(repr(n) for n in unknown)} "
             f"(the parameters are {', '.join(p.name for p in signature.parameters) or 'none'})"
         )
-    missing = [name for name in signature.required if name not in argument]
-    if missing:
-        raise ArgumentError(f"missing argument {', '.join(repr(n) for n in missing)}")
+    for name in signature.required:
+        if name not in argument:
+            missing = [name for name in signature.required if name not in argument]
+            raise ArgumentError(f"missing argument {', '.join(repr(n) for n in missing)}")
     if not signature.adapters:
         return dict(argument)
     converted = {}
