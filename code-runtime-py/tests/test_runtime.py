@@ -164,9 +164,10 @@ def test_an_argument_that_does_not_fit_the_parameters_rejects_the_call(rt: Runti
 
 
 def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
-    """Its first step runs at once (an eager start, on every Python the package supports but
-    3.10 and older), and it is still a real task: ``current_task``, timeouts, and a context of
-    its own."""
+    """Its first step runs at once (an eager start, on asyncio's own loops), and it is still a
+    real task: ``current_task``, timeouts, and a context of its own; after one that waited, the
+    next call starts inside the task that answered (which polls the run), and each task is the
+    current one in its own steps only, the loop reporting nothing."""
     tools = Namespace("tools")
     seen: List[Any] = []
 
@@ -175,6 +176,13 @@ def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
         task = asyncio.current_task()
         seen.append(task)
         return n * 2
+
+    @tools.function
+    async def later(n: int) -> Any:
+        before = asyncio.current_task()
+        await asyncio.sleep(0)
+        assert asyncio.current_task() is before
+        return n
 
     @tools.function
     async def timed(n: int) -> Any:
@@ -186,11 +194,20 @@ def test_a_binding_runs_as_a_task_of_its_own(rt: Runtime) -> None:
 
     code = program(
         rt,
-        "return [await tools.at_once(n=1), await tools.at_once(n=2), await tools.timed(n=0)]",
-        "return [await tools.at_once({n: 1}), await tools.at_once({n: 2}), await tools.timed({n: 0})];",
+        "return [await tools.at_once(n=1), await tools.later(n=5), await tools.at_once(n=2),"
+        " await tools.later(n=6), await tools.later(n=7), await tools.timed(n=0)]",
+        "return [await tools.at_once({n: 1}), await tools.later({n: 5}), await tools.at_once({n: 2}),"
+        " await tools.later({n: 6}), await tools.later({n: 7}), await tools.timed({n: 0})];",
     )
-    result = run(rt.run(code, namespaces=[tools]))
-    assert result.value == [2, 4, True], result.error
+    reported: List[Dict[str, Any]] = []
+
+    async def main() -> Any:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context))
+        return await rt.run(code, namespaces=[tools])
+
+    result = run(main())
+    assert result.value == [2, 5, 4, 6, 7, True], result.error
+    assert reported == []
     assert len(seen) == 2 and all(isinstance(task, asyncio.Task) for task in seen)
     assert seen[0] is not seen[1]
 
@@ -244,10 +261,11 @@ def test_a_call_left_behind_is_cancelled_with_what_it_awaits(rt: Runtime) -> Non
 
 
 def test_a_calls_first_step_runs_at_once_in_a_task_of_its_own() -> None:
-    """How a binding call starts (``_eager_task``: 3.12's eager start, emulated before it): the
-    first step runs before the call returns, with the task current and in the task's context;
-    the task then goes on as any other. Each way a task can end, including a cancel that comes
-    before the loop took the task's first step."""
+    """How a binding call starts (``_eager_task``: 3.12's eager start, and the task's own first
+    step run at once before 3.12): the first step runs before the call returns, with the task
+    current and in the task's context, an outer task current again after; the task then goes on
+    as any other. Each way a task can end, including a cancel that comes before the loop's next
+    turn, which reaches what the task waits for."""
     from code_runtime._namespace import _eager_task
 
     marker: "contextvars.ContextVar[str]" = contextvars.ContextVar("marker", default="outside")
@@ -297,7 +315,7 @@ def test_a_calls_first_step_runs_at_once_in_a_task_of_its_own() -> None:
                 raise
 
         task = _eager_task(loop, fans_out(), contextvars.copy_context())
-        task.cancel()  # before the loop took its first step
+        task.cancel()  # before the loop's next turn
         with pytest.raises(asyncio.CancelledError):
             await task
         # Looked at before the loop's end, which cancels whatever is left.

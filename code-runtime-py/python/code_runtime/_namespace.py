@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections.abc
 import contextvars
 import functools
 import inspect
@@ -14,10 +13,8 @@ from typing import (
     Callable,
     Coroutine,
     Dict,
-    Generator,
     Mapping,
     Optional,
-    Tuple,
     TypeVar,
     Union,
     overload,
@@ -334,7 +331,7 @@ if sys.version_info >= (3, 12):
     ) -> "asyncio.Future[None]":
         return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
 
-elif sys.version_info >= (3, 11):
+else:
     # Private, stable since 3.7: what asyncio's tasks call around each of their steps.
     _enter_task = asyncio.tasks._enter_task
     _leave_task = asyncio.tasks._leave_task
@@ -344,95 +341,30 @@ elif sys.version_info >= (3, 11):
         coroutine: Coroutine[Any, Any, None],
         context: contextvars.Context,
     ) -> "asyncio.Future[None]":
-        # 3.12's eager start, as asyncio's own tasks see it: the task is made first (its first
-        # step is scheduled, and will find the step taken), then the step runs with the task as
-        # the loop's current one, in the task's context. A task of asyncio's own, as 3.12's,
-        # whatever the loop's task factory.
-        started = _Started(coroutine)
-        task = asyncio.Task(started, loop=loop, context=context)
+        # 3.12's eager start, done with the task's own first step: the task schedules it as it
+        # is made, and on asyncio's own loops the step is the last handle of the loop's ready
+        # queue, taken back and run here as the loop would run it (the task current, in its
+        # context). A task of asyncio's own, as 3.12's, whatever the loop's task factory. On
+        # other loops (uvloop) the step stays scheduled, for the loop's next turn.
+        task: "asyncio.Task[None]"
+        if sys.version_info >= (3, 11):
+            task = asyncio.Task(coroutine, loop=loop, context=context)
+        else:  # a task takes a copy of the context it is made in
+            task = context.run(asyncio.Task, coroutine, loop=loop)
+        ready = getattr(loop, "_ready", None) if isinstance(loop, asyncio.BaseEventLoop) else None
+        if not ready or not _steps(ready[-1], task):
+            return task
+        step = ready.pop()
         outer = asyncio.current_task(loop)  # a binding call's task that polls the run, or none
         if outer is not None:
             _leave_task(loop, outer)
-        _enter_task(loop, task)
         try:
-            context.run(started.first_step)
+            step._run()
         finally:
-            _leave_task(loop, task)
             if outer is not None:
                 _enter_task(loop, outer)
         return task
 
-else:
-
-    def _eager_task(
-        loop: asyncio.AbstractEventLoop,
-        coroutine: Coroutine[Any, Any, None],
-        context: contextvars.Context,
-    ) -> "asyncio.Future[None]":
-        # No task context to run the first step in before 3.11: it runs at the loop's next turn.
-        return context.run(loop.create_task, coroutine)
-
-
-_YIELDED, _RETURNED, _RAISED = range(3)
-
-
-class _Started(collections.abc.Coroutine):  # type: ignore[type-arg]
-    """A coroutine whose first step ran before its task's (``_eager_task``): the task's first
-    step gets what that step ended in, later steps go to the coroutine."""
-
-    __slots__ = ("coroutine", "first")
-
-    def __init__(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        self.coroutine = coroutine
-        #: (_YIELDED, the future it waits for) | (_RETURNED, value) | (_RAISED, exception),
-        #: until the task's first step takes it.
-        self.first: Optional[Tuple[int, Any]] = None
-
-    def first_step(self) -> None:
-        try:
-            self.first = (_YIELDED, self.coroutine.send(None))
-        except StopIteration as stop:
-            self.first = (_RETURNED, stop.value)
-        except BaseException as error:  # the task's first step raises it, as a task would
-            self.first = (_RAISED, error)
-
-    def send(self, value: Any) -> Any:
-        first, self.first = self.first, None
-        if first is None:
-            return self.coroutine.send(value)
-        outcome, what = first
-        if outcome == _RETURNED:
-            raise StopIteration(what)
-        if outcome == _RAISED:
-            raise what
-        return what
-
-    def throw(self, error: Any, *rest: Any) -> Any:
-        first, self.first = self.first, None
-        if first is not None:
-            outcome, what = first
-            if outcome == _RETURNED:  # it has answered: a late cancel has nothing to stop
-                raise StopIteration(what)
-            if outcome == _RAISED:
-                raise what
-            # The task is cancelled before its first step, while the coroutine waits for
-            # `what`: cancelled as a task's cancel does it, through what it waits for (which
-            # may be tasks of its own, as gather's are), so the wait ends in the cancellation.
-            if (
-                isinstance(error, asyncio.CancelledError)
-                and asyncio.isfuture(what)
-                and what.cancel()
-            ):
-                return what
-        return self.coroutine.throw(error, *rest)
-
-    def close(self) -> None:
-        self.first = None
-        self.coroutine.close()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        raise TypeError("a started binding call is driven by its task only")
-
-    def __getattr__(self, name: str) -> Any:
-        # cr_frame, cr_code, __qualname__, ...: a task's repr and debuggers see the coroutine.
-        return getattr(self.coroutine, name)
+    def _steps(handle: asyncio.Handle, task: "asyncio.Task[None]") -> bool:
+        """Whether ``handle`` is ``task``'s scheduled step."""
+        return getattr(handle._callback, "__self__", None) is task  # type: ignore[attr-defined]
