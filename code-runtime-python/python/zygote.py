@@ -259,6 +259,15 @@ class _Rlimit(ctypes.Structure):
     _fields_ = [("soft", ctypes.c_uint64), ("hard", ctypes.c_uint64)]
 
 
+def _close_from(first):
+    # One close_range(2) for all of them: `posix.closerange` closes one descriptor a system call
+    # before Python 3.10, a million calls that made each run of a 3.9 interpreter 70 ms slower.
+    # The loop is for a kernel without close_range (before 5.9).
+    everything = ctypes.c_uint(0xFFFFFFFF)
+    if _libc.syscall(ctypes.c_long(_SYS["close_range"]), ctypes.c_uint(first), everything, 0):
+        posix.closerange(first, 1 << 20)
+
+
 def _become_program(report, ok, fds, run):
     # C: the program's process. Dumpable again (the init's flag came with the fork; an exec
     # would have reset it), so its own `/proc` files are its own and the host reads its usage.
@@ -289,7 +298,7 @@ def _become_program(report, ok, fds, run):
     posix.environ[b"HOME"] = run["work"].encode()
     posix.write(ok, b"ok")
     # The report socket, the control socket and the rest: nothing but 0 to 3 stays.
-    posix.closerange(4, 1 << 20)
+    _close_from(4)
     _control.detach()
     _scope["_main"]()
 

@@ -286,6 +286,7 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
         "uid": CELL_ID,
         "syscalls": {
             "clone": libc::SYS_clone,
+            "close_range": libc::SYS_close_range,
             "capset": libc::SYS_capset,
             "landlock_create_ruleset": libc::SYS_landlock_create_ruleset,
             "landlock_add_rule": libc::SYS_landlock_add_rule,
