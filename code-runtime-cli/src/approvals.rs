@@ -31,7 +31,7 @@ pub(crate) enum Mode {
 }
 
 /// The environment variable a checkpoint key may come from, in hexadecimal.
-const KEY_VARIABLE: &str = "CODE_RUNTIME_CHECKPOINT_KEY";
+pub(crate) const KEY_VARIABLE: &str = "CODE_RUNTIME_CHECKPOINT_KEY";
 
 /// The file a key made for this user is kept in, in the user's cache directory.
 const KEY_FILE: &str = "checkpoint.key";
@@ -49,8 +49,55 @@ pub(crate) fn approvals(mode: Mode, key: Option<CheckpointKey>) -> Approvals {
         Mode::Pause => Approvals::new(Decision::Pause),
     };
     match key {
-        Some(key) => approvals.checkpoint_key(key),
+        Some(key) => with_key(approvals, key),
         None => approvals,
+    }
+}
+
+/// `approvals` signing and checking checkpoints with `key`, each resumed once by any command
+/// of this user ([`spent_checkpoints`]).
+pub(crate) fn with_key(approvals: Approvals, key: CheckpointKey) -> Approvals {
+    let approvals = approvals.checkpoint_key(key);
+    match spent_checkpoints() {
+        Some(spent) => approvals.spent_checkpoints(spent),
+        None => approvals,
+    }
+}
+
+/// The directory under the user's cache directory where each resumed checkpoint leaves an empty
+/// file named by its signature.
+const SPENT_DIR: &str = "spent-checkpoints";
+
+/// The checkpoints this user's commands resumed: one empty file each, made with `O_EXCL`, so
+/// two resumes of one checkpoint (one after the other, or at once, from any process of this
+/// user) cannot both proceed. `None` without a cache directory: then only this process
+/// remembers (the library's default).
+fn spent_checkpoints() -> Option<Arc<dyn code_runtime::SpentCheckpoints>> {
+    let dir = code_runtime_sandbox::cache::user_dir()?.join(SPENT_DIR);
+    Some(Arc::new(SpentFiles(dir)))
+}
+
+struct SpentFiles(PathBuf);
+
+impl code_runtime::SpentCheckpoints for SpentFiles {
+    fn spend(&self, signature: &str) -> Result<bool, String> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        let failed = |error: std::io::Error| format!("{}: {error}", self.0.display());
+        // A signature is 64 hexadecimal digits: a file name, never a path.
+        if signature.is_empty() || !signature.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return Err(format!("{signature:?} is not a checkpoint signature"));
+        }
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.0).map_err(failed)?;
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(self.0.join(signature));
+        match made {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(error) => Err(failed(error)),
+        }
     }
 }
 

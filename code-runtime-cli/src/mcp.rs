@@ -7,6 +7,7 @@ mod authorization;
 mod config;
 mod metrics;
 mod passthrough;
+mod redaction;
 mod relay;
 mod server;
 mod upstream;
@@ -52,7 +53,8 @@ pub(crate) struct Args {
     /// One JSON line per binding call, as for `run`.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// The record file's bound [default: 1073741824].
+    /// The record file's bound [default: 1073741824]; a full file is renamed FILE.1 (replacing
+    /// the one there) and a fresh FILE started.
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
     /// With --http: a request to /mcp or /metrics without `Authorization: Bearer <the file's
@@ -111,7 +113,9 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     }
     let token = args.auth_token_file.as_deref().map(auth_token).transpose()?;
     let http = args.http.map(|address| Http { address, token });
-    let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes)?;
+    // Every run of every client shares the record: a full file is moved aside, never left full.
+    let rotation = code_runtime_fixtures::Rotation::Rotate;
+    let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes, rotation)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -262,26 +266,72 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// What the HTTP listener at `address` accepts, as the MCP transport spec asks against DNS
-/// rebinding.
+/// Who may reach the HTTP listener at an address, as the MCP transport spec asks against DNS
+/// rebinding; checked on every route (`/mcp`, `/metrics`, `/healthz` alike), before the token.
 ///
 /// On loopback (in any spelling, [`is_loopback`]): a request's `Host` must name loopback
 /// (`localhost`, `127.0.0.1`, `::1`, or the address itself), and an `Origin`, when a browser
 /// sends one, must be a loopback origin. On any other address (a deliberate public listener,
 /// behind a load balancer say) the `Host` is not checked, and a request that carries an `Origin`
 /// is refused: MCP clients send none, and no web page is meant to reach the server.
-fn http_config(address: SocketAddr) -> StreamableHttpServerConfig {
-    let config = StreamableHttpServerConfig::default();
-    if !is_loopback(address.ip()) {
-        return config.disable_allowed_hosts().enforce_origin_validation();
+#[derive(Clone, Debug)]
+struct Reach {
+    /// The hosts a `Host` or `Origin` may name; `None` on a public address.
+    loopback_names: Option<Vec<String>>,
+}
+
+impl Reach {
+    fn of(address: SocketAddr) -> Self {
+        let names = is_loopback(address.ip()).then(|| {
+            let ip = address.ip().to_string();
+            ["localhost", "127.0.0.1", "::1", ip.as_str()].map(str::to_owned).to_vec()
+        });
+        Self { loopback_names: names }
     }
-    let ip = address.ip().to_string();
-    let hosts = ["localhost", "127.0.0.1", "::1", ip.as_str()];
-    let origins = hosts.iter().flat_map(|host| {
-        let host = if host.contains(':') { format!("[{host}]") } else { (*host).to_owned() };
-        [format!("http://{host}:*"), format!("https://{host}:*")]
-    });
-    config.with_allowed_hosts(hosts).with_allowed_origins(origins.collect::<Vec<_>>())
+
+    /// `Err` with why a request with these headers is refused.
+    fn check(&self, headers: &axum::http::HeaderMap) -> Result<(), &'static str> {
+        use axum::http::header::{HOST, ORIGIN};
+        let origin = headers.get(ORIGIN).map(|value| value.to_str().unwrap_or(""));
+        let Some(names) = &self.loopback_names else {
+            return match origin {
+                None => Ok(()),
+                Some(_) => Err("a request from a web page (with an Origin) is not served"),
+            };
+        };
+        let host = headers.get(HOST).and_then(|value| value.to_str().ok());
+        let host = host.and_then(|host| host.parse::<axum::http::uri::Authority>().ok());
+        if !host.is_some_and(|host| names.iter().any(|name| *name == bare(host.host()))) {
+            return Err("the Host header does not name this loopback server");
+        }
+        let Some(origin) = origin else { return Ok(()) };
+        let origin = origin.parse::<axum::http::Uri>().ok();
+        let allowed = origin.is_some_and(|origin| {
+            matches!(origin.scheme_str(), Some("http" | "https"))
+                && matches!(origin.path(), "" | "/")
+                && origin.host().is_some_and(|host| names.iter().any(|name| *name == bare(host)))
+        });
+        if allowed { Ok(()) } else { Err("the Origin is not a loopback origin") }
+    }
+}
+
+/// `host` without the brackets of an IPv6 literal.
+fn bare(host: &str) -> &str {
+    host.strip_prefix('[').and_then(|host| host.strip_suffix(']')).unwrap_or(host)
+}
+
+/// Answers 403 for a request [`Reach::check`] refuses, and passes on the others.
+async fn reachable(
+    reach: Arc<Reach>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match reach.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(why) => (axum::http::StatusCode::FORBIDDEN, format!("code-runtime mcp: {why}\n"))
+            .into_response(),
+    }
 }
 
 /// How long a drain waits past the config's wall clock before it ends the runs left.
@@ -297,7 +347,12 @@ async fn serve_http(
     drain_within: Duration,
 ) -> Result<(), Failure> {
     let stop = CancellationToken::new();
-    let config = http_config(http.address).with_cancellation_token(stop.child_token());
+    // The Host and Origin are ours to check, on every route ([`Reach`]): rmcp's own check
+    // would cover `/mcp` only.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_cancellation_token(stop.child_token());
     let service = StreamableHttpService::new(
         move || Ok(server.for_session()),
         Arc::new(LocalSessionManager::default()),
@@ -314,8 +369,12 @@ async fn serve_http(
         None => guarded,
     };
     let admission = serving.admission.clone();
+    let reach = Arc::new(Reach::of(http.address));
     let router = guarded
-        .route("/healthz", axum::routing::get(move || std::future::ready(health(&admission))));
+        .route("/healthz", axum::routing::get(move || std::future::ready(health(&admission))))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            reachable(reach.clone(), request, next)
+        }));
     let listener = tokio::net::TcpListener::bind(http.address)
         .await
         .map_err(|error| Failure::Misuse(format!("cannot listen on {}: {error}", http.address)))?;

@@ -8,7 +8,8 @@ use code_runtime::{
     CancellationToken, CodeRunRequest, CodeRuntime, ContractError, EventSink, Language, Limits,
 };
 use code_runtime_fixtures::{
-    BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, load_bindings, read_program,
+    BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, Rotation, load_bindings,
+    read_program,
 };
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
 use code_runtime_worker_thread::{
@@ -150,7 +151,7 @@ pub(crate) fn execute(
 ) -> Result<ExitCode, Failure> {
     let limits = limits(options)?;
     // Every output path is opened before the program starts.
-    let recorder = recorder(options.record.as_deref(), options.record_max_bytes)?;
+    let recorder = recorder(options.record.as_deref(), options.record_max_bytes, Rotation::Stop)?;
     let events = event_log(options.events.as_deref())?;
     let bindings = match &options.bindings {
         Some(path) => load_bindings(path, &recorder)?,
@@ -233,7 +234,7 @@ fn event_log(path: Option<&std::path::Path>) -> Result<Option<EventLog>, Failure
     Ok(match path {
         Some(path) if path.as_os_str() == "-" => Some(EventLog::writing(std::io::stderr())),
         Some(path) => Some(EventLog::writing(
-            std::fs::File::create(path)
+            code_runtime_fixtures::private_file(path)
                 .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
         )),
         None => None,
@@ -262,10 +263,12 @@ fn written(error: Option<String>, path: Option<&std::path::Path>) -> Result<(), 
     }
 }
 
-/// The `--record` file's recorder (off without one), bounded by `--record-max-bytes`.
+/// The `--record` file's recorder (off without one), bounded by `--record-max-bytes`, doing
+/// what `rotation` says when full.
 pub(crate) fn recorder(
     path: Option<&std::path::Path>,
     max_bytes: Option<u64>,
+    rotation: Rotation,
 ) -> Result<Recorder, Failure> {
     let Some(path) = path else {
         if max_bytes.is_some() {
@@ -273,9 +276,9 @@ pub(crate) fn recorder(
         }
         return Ok(Recorder::off());
     };
-    let file = std::fs::File::create(path)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    Ok(Recorder::writing(file, max_bytes.unwrap_or(DEFAULT_RECORD_BYTES)))
+    let max_bytes = max_bytes.unwrap_or(DEFAULT_RECORD_BYTES);
+    Recorder::file(path, max_bytes, rotation)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()).into())
 }
 
 /// SIGINT and SIGTERM abort the run; the provider then stops the program and reaps it.

@@ -170,7 +170,7 @@ fn namespace(declared: &JsonValue, recorder: &Recorder) -> Result<CodeBindingNam
                 let recording = recorder.start_call(&global, &function, &args);
                 let outcome = behaviour.call(args).await;
                 match recording.map(|recording| recording.finish(&outcome)) {
-                    Some(Err(_full)) => Err(BindingError::output_exceeded()),
+                    Some(Err(full)) => Err(full.into_binding_error()),
                     _ => outcome,
                 }
             }

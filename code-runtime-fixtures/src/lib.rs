@@ -27,7 +27,9 @@ pub use crate::document::{
 };
 pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
-pub use crate::recorder::{CallRecord, DEFAULT_RECORD_BYTES, RecordFull, Recorder, Recording};
+pub use crate::recorder::{
+    CallRecord, DEFAULT_RECORD_BYTES, RecordFull, Recorder, Recording, Rotation, private_file,
+};
 
 /// A file that cannot be used: unreadable, too large, not JSON, or not in the format. The
 /// message is one line and names the file.

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -108,7 +109,9 @@ fn tail(
 /// A writing recorder holds one line at a time, the one of the call being recorded, and never
 /// lets its file grow past its bound: a line that would is not written, the recorder is full,
 /// and [`finish`](Recording::finish) says so from then on, so the binding ends its run as
-/// `output-limit` ([`BindingError::output_exceeded`]).
+/// `output-limit` ([`BindingError::output_exceeded_because`], naming the file). A recorder
+/// that [rotates](Rotation::Rotate) (a server's, shared by every run) moves a full file aside
+/// instead and goes on in a fresh one, so no run fills it for the others.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
     inner: Option<Arc<Mutex<Inner>>>,
@@ -122,14 +125,53 @@ struct Inner {
 enum Place {
     /// Structured records, for a harness that reads them back.
     Kept(Vec<CallRecord>),
-    /// Lines into a sink, at most `max_bytes` of them in all.
+    /// Lines into a sink, at most `max_bytes` of them in all (in one file, when rotating).
     Written {
         sink: Box<dyn Write + Send>,
         written: u64,
         max_bytes: u64,
         full: bool,
         error: Option<String>,
+        /// How the record is named in messages: its path, or `the record` for a bare sink.
+        name: String,
+        /// Where a full file goes (`<path>.1`) and where the next one starts, when rotating.
+        rotation: Option<PathBuf>,
     },
+}
+
+/// What a record file does once the next line would take it past its bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// It is full: the call that found it so ends its run as `output-limit`, and every later
+    /// one too. For one run's record (`code-runtime run --record`).
+    Stop,
+    /// It is renamed `<path>.1` (replacing the one before) and a fresh file takes its place: the
+    /// disk holds at most twice the bound, and the runs go on. For a server's record
+    /// (`code-runtime mcp --record`), which every run of every client shares. Only a line
+    /// longer than the bound on its own is refused, for its own run.
+    Rotate,
+}
+
+/// Creates (or empties) `path` for writing, readable and writable by its owner only: records
+/// and event logs carry every call's arguments and results. A file that was there loses its
+/// other readers before anything is written to it; a FIFO or a device is left as it is.
+///
+/// # Errors
+///
+/// The file cannot be opened, or its mode cannot be changed.
+pub fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if metadata.is_file() && metadata.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 impl std::fmt::Debug for Inner {
@@ -138,11 +180,12 @@ impl std::fmt::Debug for Inner {
             Place::Kept(records) => {
                 f.debug_struct("Kept").field("records", &records.len()).finish()
             }
-            Place::Written { written, max_bytes, full, .. } => f
+            Place::Written { written, max_bytes, full, rotation, .. } => f
                 .debug_struct("Written")
                 .field("written", written)
                 .field("max_bytes", max_bytes)
                 .field("full", full)
+                .field("rotation", rotation)
                 .finish_non_exhaustive(),
         }
     }
@@ -167,12 +210,25 @@ enum Part {
     Args(JsonValue),
 }
 
-/// The record file reached its bound: the call that found it so ends its run as `output-limit`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the record file reached its bound of {max_bytes} bytes")]
+/// The record file reached its bound: the call that found it so ends its run as `output-limit`,
+/// with this as the run's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name} reached its bound of {max_bytes} bytes (--record-max-bytes): the run stops, as a call it made cannot be recorded"
+)]
 pub struct RecordFull {
     /// The bound.
     pub max_bytes: u64,
+    /// The record, as messages name it (`the record file "calls.jsonl"`).
+    pub name: String,
+}
+
+impl RecordFull {
+    /// What the binding whose call found the record full answers: the end of its run, saying
+    /// why.
+    pub fn into_binding_error(self) -> BindingError {
+        BindingError::output_exceeded_because(self.to_string())
+    }
 }
 
 impl Recorder {
@@ -196,7 +252,28 @@ impl Recorder {
             max_bytes,
             full: false,
             error: None,
+            name: "the record".to_owned(),
+            rotation: None,
         })
+    }
+
+    /// A recorder writing to the file at `path` ([`private_file`]: its owner's only), at most
+    /// `max_bytes` bytes in it, doing what `rotation` says once it is full.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created.
+    pub fn file(path: &Path, max_bytes: u64, rotation: Rotation) -> std::io::Result<Self> {
+        let file = private_file(path)?;
+        Ok(Self::with(Place::Written {
+            sink: Box::new(file),
+            written: 0,
+            max_bytes,
+            full: false,
+            error: None,
+            name: format!("the record file {}", json::quote(&path.display().to_string())),
+            rotation: (rotation == Rotation::Rotate).then(|| path.to_owned()),
+        }))
     }
 
     fn with(place: Place) -> Self {
@@ -326,7 +403,7 @@ impl Recording {
     ///
     /// [`RecordFull`] when the record file has no room for this line (or had none before): the
     /// line is not written, and the binding should end its run with
-    /// [`BindingError::output_exceeded`].
+    /// [`RecordFull::into_binding_error`].
     pub fn finish(self, outcome: &Result<JsonValue, BindingError>) -> Result<(), RecordFull> {
         let mut inner = lock(&self.recorder);
         let started = self.started.saturating_duration_since(inner.origin);
@@ -350,9 +427,13 @@ impl Recording {
                 });
                 Ok(())
             }
-            (Place::Written { sink, written, max_bytes, full, error }, Part::Line(mut line)) => {
+            (
+                Place::Written { sink, written, max_bytes, full, error, name, rotation },
+                Part::Line(mut line),
+            ) => {
+                let record_full = || RecordFull { max_bytes: *max_bytes, name: name.clone() };
                 if *full {
-                    return Err(RecordFull { max_bytes: *max_bytes });
+                    return Err(record_full());
                 }
                 let outcome = match outcome {
                     Ok(value) => Ok(value),
@@ -362,8 +443,25 @@ impl Recording {
                 line.push('\n');
                 let size = line.len() as u64;
                 if written.saturating_add(size) > *max_bytes {
-                    *full = true;
-                    return Err(RecordFull { max_bytes: *max_bytes });
+                    match rotation {
+                        Some(path) if size <= *max_bytes => match rotate(path) {
+                            Ok(fresh) => {
+                                *sink = Box::new(fresh);
+                                *written = 0;
+                            }
+                            Err(failure) => {
+                                error.get_or_insert_with(|| failure.to_string());
+                                *full = true;
+                                return Err(record_full());
+                            }
+                        },
+                        // One line over the bound on its own: refused for its run only.
+                        Some(_) => return Err(record_full()),
+                        None => {
+                            *full = true;
+                            return Err(record_full());
+                        }
+                    }
                 }
                 *written += size;
                 if let Err(failure) = sink.write_all(line.as_bytes()).and_then(|()| sink.flush()) {
@@ -375,6 +473,15 @@ impl Recording {
             (Place::Kept(_), Part::Line(_)) | (Place::Written { .. }, Part::Args(_)) => Ok(()),
         }
     }
+}
+
+/// Moves the full record at `path` to `<path>.1` (replacing the one there) and starts a fresh
+/// file at `path`.
+fn rotate(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".1");
+    std::fs::rename(path, &aside)?;
+    private_file(path)
 }
 
 fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {

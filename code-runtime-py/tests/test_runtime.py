@@ -656,6 +656,10 @@ except ToolError as e:
             forged = paused.checkpoint.replace(b"infra", b"prod!")
             with pytest.raises(ContractError):
                 await rt.resume(forged, {1: True}, namespaces=[tools])
+            # Its decisions were used: a replay (any decisions) runs nothing.
+            for decisions in ({1: True}, {1: "no"}):
+                with pytest.raises(ContractError, match="resumed already"):
+                    await rt.resume(paused.checkpoint, decisions, namespaces=[tools])
             no_approver = await rt.run(code, namespaces=[tools])
             assert no_approver.value.startswith("caught: denied")
 

@@ -16,6 +16,10 @@ use async_trait::async_trait;
 
 use crate::json::JsonValue;
 
+mod summary;
+
+pub(crate) use summary::summarize;
+
 /// When the calls of a function need the host's approval.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApprovalRule {
@@ -66,7 +70,12 @@ pub struct ApprovalRequest {
     pub function: String,
     /// The argument (JSON `null` when the program passed none).
     pub args: JsonValue,
-    /// One line for a person: `github.delete_repo({"name":"infra"})`, cut at 200 bytes.
+    /// One line for a person: `github.delete_repo({"name":"infra"})`. It shows every key of
+    /// the argument at every depth; a string or key over 256 bytes keeps its first 256 and is
+    /// followed by `…(N bytes in all)`, an array over 32 items its first 32 and
+    /// `…(N more items)`. Controls, DEL, line and paragraph separators, bidirectional overrides
+    /// and invisible format characters are escaped (`\u202e`), so the line is safe to print on
+    /// a terminal and hides nothing the call carries.
     pub summary: String,
     /// Where the program is: this is its `call`th call (counting from 1), the number a paused
     /// run's pending calls carry and [`Decisions`](crate::Decisions) name.

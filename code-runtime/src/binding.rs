@@ -463,6 +463,14 @@ impl BindingError {
         Self { output_exceeded: true, ..Self::new("the host's output budget is spent") }
     }
 
+    /// [`output_exceeded`](BindingError::output_exceeded), saying which budget of the host's
+    /// it was: the run's `output-limit` failure has `reason` as its message (where the budget
+    /// is one the program's own output never touches, `outer output exceeded N bytes` would
+    /// name the wrong one).
+    pub fn output_exceeded_because(reason: impl Into<String>) -> Self {
+        Self { output_exceeded: true, ..Self::new(reason) }
+    }
+
     /// Whether this is [`output_exceeded`](BindingError::output_exceeded).
     pub fn is_output_exceeded(&self) -> bool {
         self.output_exceeded

@@ -9,8 +9,9 @@
 //! before it is checked, so a change of spacing or key spelling that keeps the value is harmless
 //! and any change of the value is refused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -138,6 +139,44 @@ pub enum CheckpointError {
     /// The random source failed.
     #[error("no random bytes for a key: {0}")]
     Random(String),
+    /// The checkpoint was resumed already: its decisions are usable once (a run that paused
+    /// again has a checkpoint of its own, which is the one to resume).
+    #[error(
+        "the checkpoint was resumed already: a checkpoint's decisions are usable once (resume the checkpoint the resumed run paused with, if it paused again)"
+    )]
+    Resumed,
+    /// The store of resumed checkpoints could not say whether this one was: refused, as
+    /// resuming twice could make a call twice.
+    #[error("cannot tell whether the checkpoint was resumed already: {0}")]
+    Unspendable(String),
+}
+
+/// Which checkpoints were resumed: each is resumed once, so a decision is never used twice
+/// (a replayed `resume` with `allow` would make the allowed call again). The default,
+/// [`spent_in_process`], remembers the checkpoints this process resumed; hosts that resume
+/// in more than one process (replicas sharing a key, a command line run again) give
+/// [`Approvals::spent_checkpoints`](crate::Approvals::spent_checkpoints) a store they share.
+pub trait SpentCheckpoints: Send + Sync {
+    /// Marks the checkpoint whose [`signature`](Checkpoint::signature) is `signature` resumed,
+    /// atomically: `Ok(true)` the first time, `Ok(false)` every later time, `Err` when the store
+    /// cannot tell (the resume is refused).
+    fn spend(&self, signature: &str) -> Result<bool, String>;
+}
+
+/// The checkpoints this process resumed, shared by every runtime in it.
+pub fn spent_in_process() -> Arc<dyn SpentCheckpoints> {
+    static SPENT: OnceLock<Arc<InProcess>> = OnceLock::new();
+    SPENT.get_or_init(|| Arc::new(InProcess::default())).clone()
+}
+
+/// [`spent_in_process`]'s store: 32 bytes per resumed checkpoint, for the process's life.
+#[derive(Default)]
+struct InProcess(Mutex<HashSet<String>>);
+
+impl SpentCheckpoints for InProcess {
+    fn spend(&self, signature: &str) -> Result<bool, String> {
+        Ok(self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(signature.to_owned()))
+    }
 }
 
 /// A paused run: what [`resume`](crate::CodeRuntime::resume) needs to continue it, signed.
@@ -218,6 +257,12 @@ impl Checkpoint {
         let body = object.remove("body").filter(JsonValue::is_object);
         let body = body.ok_or_else(|| malformed("no body object"))?;
         Ok(Self { body, mac })
+    }
+
+    /// The checkpoint's identity: its MAC in hexadecimal, unique to its body and key, what
+    /// [`SpentCheckpoints`] remember.
+    pub fn signature(&self) -> String {
+        hex(&self.mac)
     }
 
     /// The language of the paused program, as the checkpoint says (unverified).

@@ -7,7 +7,9 @@
 //! - the validator walks the argument recursively (through a recursive `$ref` as deep as the
 //!   argument goes), so an argument nested more than [`MAX_CHECKED_DEPTH`] levels is refused
 //!   before the walk;
-//! - `pattern` regular expressions that need backtracking give up after a fixed number of steps;
+//! - `pattern` regular expressions that need backtracking give up after a fixed number of steps,
+//!   and a check whose outcome hangs on a match that gave up is [`Mismatch::Undecided`], never a
+//!   match or a mismatch (an approval rule asks about it; an input check refuses it);
 //! - the message quotes the failing value, cut at [`DETAIL_BYTES`], so a 64 MiB string is never
 //!   copied into it.
 //!
@@ -74,7 +76,15 @@ impl InputSchema {
         let path = error.instance_path().to_string();
         let schema_path = error.schema_path().to_string();
         let detail = bounded(&error);
-        Err(Mismatch::Value { path, schema_path, detail })
+        // The validator reports a match it could not finish only when the outcome hangs on it
+        // (it tries both outcomes first); such an error says nothing about the argument.
+        match error.kind() {
+            jsonschema::error::ValidationErrorKind::BacktrackLimitExceeded { .. }
+            | jsonschema::error::ValidationErrorKind::RegexEngineFailure { .. } => {
+                Err(Mismatch::Undecided { path, schema_path, detail })
+            }
+            _ => Err(Mismatch::Value { path, schema_path, detail }),
+        }
     }
 }
 
@@ -83,7 +93,10 @@ impl InputSchema {
 pub(crate) enum Mismatch {
     /// It nests deeper than the check walks: refused unchecked.
     TooDeep { limit: usize },
-    /// A value of it does not match: where (a JSON Pointer), which rule of the schema, and the
+    /// The check could not decide: a `pattern` the outcome hangs on gave up on a string at
+    /// `path`. Neither a match nor a mismatch.
+    Undecided { path: String, schema_path: String, detail: String },
+    /// A value of it does not match, whatever the matches that gave up would have said: where (a JSON Pointer), which rule of the schema, and the
     /// validator's words, cut short.
     Value { path: String, schema_path: String, detail: String },
 }

@@ -101,7 +101,7 @@ pub use crate::binding::{
 pub use crate::bindings::Bindings;
 pub use crate::checkpoint::{
     Checkpoint, CheckpointError, CheckpointKey, Decisions, MAX_CHECKPOINT_BYTES, Paused,
-    PendingCall,
+    PendingCall, SpentCheckpoints, spent_in_process,
 };
 pub use crate::context::Context;
 pub use crate::declaration::{describe, describe_request};

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approver, DEFAULT_APPROVAL_TIMEOUT};
 use crate::binding::CodeBindingNamespace;
-use crate::checkpoint::{Checkpoint, CheckpointKey, Decisions};
+use crate::checkpoint::{Checkpoint, CheckpointKey, Decisions, SpentCheckpoints};
 use crate::event::EventSink;
 use crate::json::JsonValue;
 
@@ -196,6 +196,8 @@ pub struct Approvals {
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) key: Option<CheckpointKey>,
     pub(crate) timeout: Duration,
+    /// The checkpoints resumed already, each resumed once.
+    pub(crate) spent: Arc<dyn SpentCheckpoints>,
 }
 
 impl Approvals {
@@ -206,7 +208,12 @@ impl Approvals {
 
     /// The same, with an approver the host shares between requests.
     pub fn shared(approver: Arc<dyn Approver>) -> Self {
-        Self { approver, key: None, timeout: DEFAULT_APPROVAL_TIMEOUT }
+        Self {
+            approver,
+            key: None,
+            timeout: DEFAULT_APPROVAL_TIMEOUT,
+            spent: crate::checkpoint::spent_in_process(),
+        }
     }
 
     /// Lets the run pause: its checkpoint is signed with `key`, and a checkpoint it resumes must
@@ -215,6 +222,16 @@ impl Approvals {
     #[must_use]
     pub fn checkpoint_key(mut self, key: CheckpointKey) -> Self {
         self.key = Some(key);
+        self
+    }
+
+    /// Where resumed checkpoints are remembered, so each is resumed once: by default this
+    /// process's memory ([`spent_in_process`](crate::spent_in_process)). Hosts whose
+    /// checkpoints may be resumed in another process (replicas sharing the key, a command run
+    /// again) give a store they share.
+    #[must_use]
+    pub fn spent_checkpoints(mut self, spent: Arc<dyn SpentCheckpoints>) -> Self {
+        self.spent = spent;
         self
     }
 

@@ -484,6 +484,11 @@ pub(crate) fn expand(text: &str, environment: &Environment<'_>) -> Result<String
         if !valid {
             return Err(format!("${{{name}}} is not a variable name"));
         }
+        if name == crate::approvals::KEY_VARIABLE {
+            return Err(format!(
+                "${{{name}}} is the checkpoint key: it is never handed to an upstream server"
+            ));
+        }
         match (environment(name).filter(|value| !value.is_empty() || default.is_none()), default) {
             (Some(value), _) => expanded.push_str(&value),
             (None, Some(default)) => expanded.push_str(default),
@@ -521,6 +526,10 @@ mod tests {
         let nested = |name: &str| (name == "A").then(|| "${B}".to_owned());
         assert_eq!(super::expand("${A}", &nested).as_deref(), Ok("${B}"));
         assert_eq!(expand("${UNSET}"), Err("${UNSET} is not set".into()));
+        assert_eq!(
+            expand("${CODE_RUNTIME_CHECKPOINT_KEY:-x}"),
+            Err("${CODE_RUNTIME_CHECKPOINT_KEY} is the checkpoint key: it is never handed to an upstream server".into())
+        );
         assert_eq!(expand("${}"), Err("${} is not a variable name".into()));
         assert_eq!(expand("${A-B}"), Err("${A-B} is not a variable name".into()));
         assert_eq!(expand("x${TOKEN"), Err("a ${ is not closed by }".into()));

@@ -291,7 +291,7 @@ impl CodeModeServer {
             signal: Some(context.ct.child_token()),
             events: Some(sink),
             approvals: Some(match &setup.key {
-                Some(key) => approvals.checkpoint_key(key.clone()),
+                Some(key) => crate::approvals::with_key(approvals, key.clone()),
                 None => approvals,
             }),
             ..request

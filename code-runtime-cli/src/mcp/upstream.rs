@@ -25,6 +25,7 @@ use tokio::sync::Mutex;
 
 use crate::mcp::authorization::{AUTHORIZE_WITHIN, Authorization};
 use crate::mcp::config::{Reach, Server};
+use crate::mcp::redaction::{Redaction, origin_of};
 use crate::mcp::relay::{Downstream, Relay, RelayHandler};
 
 /// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
@@ -47,6 +48,8 @@ pub(crate) struct Upstream {
     relay: Arc<Relay>,
     /// Its tokens, with `oauth` (kept across reconnections).
     authorization: Option<Arc<Authorization>>,
+    /// What no message about it may show; every error leaving it passes through.
+    redaction: Redaction,
 }
 
 /// What a command server writes on stderr: kept (its last line names why it failed to start),
@@ -71,7 +74,10 @@ impl Upstream {
         namespace: &str,
         server: Server,
     ) -> Result<(Arc<Self>, Offer), String> {
-        let failed = |why: String| format!("upstream server {}: {why}", json::quote(namespace));
+        let redaction = Redaction::of(&server.reach);
+        let failed = |why: String| {
+            redaction.apply(&format!("upstream server {}: {why}", json::quote(namespace)))
+        };
         let stderr = Arc::new(Stderr::default());
         let relay = Arc::new(Relay::default());
         let authorization = match &server.reach {
@@ -106,6 +112,7 @@ impl Upstream {
             offers,
             relay,
             authorization,
+            redaction,
         };
         Ok((Arc::new(upstream), Offer { tools, description }))
     }
@@ -136,7 +143,7 @@ impl Upstream {
                 let recording = recorder.start_call(&upstream.namespace, &name, &args);
                 let outcome = upstream.call(&name, args).await;
                 match recording.map(|recording| recording.finish(&outcome)) {
-                    Some(Err(_full)) => Err(BindingError::output_exceeded()),
+                    Some(Err(full)) => Err(full.into_binding_error()),
                     _ => outcome,
                 }
             }
@@ -158,8 +165,22 @@ impl Upstream {
 
     /// One `tools/call`. A connection found closed is made again first; a call that fails
     /// because the connection closed under it is not repeated (the tool may have acted), and
-    /// rejects saying so.
+    /// rejects saying so. The rejection shows none of the server's secrets.
     async fn call(&self, name: &str, args: BindingArgs) -> Result<JsonValue, BindingError> {
+        self.call_unredacted(name, args).await.map_err(|error| {
+            let redacted = BindingError::new(self.redaction.apply(error.message()));
+            match error.data() {
+                Some(data) => redacted.with_data(data.clone()),
+                None => redacted,
+            }
+        })
+    }
+
+    async fn call_unredacted(
+        &self,
+        name: &str,
+        args: BindingArgs,
+    ) -> Result<JsonValue, BindingError> {
         let arguments = match &*args {
             JsonValue::Null => None,
             // rmcp writes what it sends with serde, one call per level: within the serde depth.
@@ -255,7 +276,8 @@ impl Upstream {
         self.ask("prompts/get", |peer| async move { peer.get_prompt(params).await }).await
     }
 
-    /// One request of `method` to the server, within its `timeoutMs`; an error names the server.
+    /// One request of `method` to the server, within its `timeoutMs`; an error names the server
+    /// and shows none of its secrets.
     async fn ask<T, F>(
         &self,
         method: &str,
@@ -265,10 +287,12 @@ impl Upstream {
         F: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
     {
         let server = json::quote(&self.namespace);
-        let peer = self.peer().await.map_err(|error| error.message().to_owned())?;
+        let peer = self.peer().await.map_err(|error| self.redaction.apply(error.message()))?;
         match tokio::time::timeout(self.server.call_timeout, request(peer)).await {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(error)) => Err(format!("upstream server {server}: {method} failed: {error}")),
+            Ok(Err(error)) => Err(self
+                .redaction
+                .apply(&format!("upstream server {server}: {method} failed: {error}"))),
             Err(_) => Err(format!(
                 "upstream server {server} did not answer {method} within {} ms",
                 self.server.call_timeout.as_millis()
@@ -321,6 +345,43 @@ impl Upstream {
     }
 }
 
+/// The variables of our environment a command server gets besides its config's `env`: where to
+/// find programs and its home, the locale, the terminal, temporary and XDG directories,
+/// certificate bundles and proxies. Nothing else of ours (the checkpoint key, another server's
+/// token, a cloud credential) reaches a server whose config does not name it.
+fn inherited() -> impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)> {
+    const NAMES: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "TZ",
+        "TMPDIR",
+        "LANG",
+        "LANGUAGE",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_EXTRA_CA_CERTS",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+    ];
+    std::env::vars_os().filter(|(name, _)| {
+        let name = name.to_string_lossy();
+        NAMES.contains(&name.as_ref()) || name.starts_with("LC_")
+    })
+}
+
 /// How long connecting to `server` may take: with `oauth`, the user may have to authorize first.
 fn connect_within(server: &Server) -> Duration {
     match &server.reach {
@@ -341,7 +402,11 @@ async fn connect(
         Reach::Command { argv, env, cwd } => {
             #[expect(clippy::disallowed_methods, reason = "the configured upstream server")]
             let mut command = tokio::process::Command::new(&argv[0]);
-            command.args(&argv[1..]).envs(env.iter().map(|(k, v)| (k, v)));
+            command
+                .args(&argv[1..])
+                .env_clear()
+                .envs(inherited())
+                .envs(env.iter().map(|(k, v)| (k, v)));
             if let Some(cwd) = cwd {
                 command.current_dir(cwd);
             }
@@ -368,7 +433,8 @@ async fn connect(
             match served {
                 Ok(client) => Ok(client),
                 Err(error) => Err(format!(
-                    "cannot connect to {url}: {}{}",
+                    "cannot connect to {}: {}{}",
+                    origin_of(url),
                     root_cause(&error),
                     unreachable_because(url).await
                 )),

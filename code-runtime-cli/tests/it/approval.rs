@@ -160,11 +160,21 @@ fn pause_and_resume(language: &str, program: &str) {
     assert_eq!(std::fs::read_to_string(checkpoint).unwrap(), original, "{language}");
 
     // Allowed, the run pauses again at the next call; its checkpoint replaces the first.
+    let first = scratch.write("first.json", &original);
     let output = command(
         &scratch,
         &["resume", checkpoint, "--bindings", &bindings, "--allow", "3", "--approvals", "pause"],
     );
     assert_eq!(output.status.code(), Some(4), "{language}: {}", stderr(&output));
+    // The first checkpoint's decisions were used: resuming it again (a copy kept aside) is
+    // refused, whatever the decisions, and nothing runs.
+    for decisions in [["--allow", "3"], ["--deny", "3"]] {
+        let replay = command(
+            &scratch,
+            &[&["resume", first.as_str(), "--bindings", &bindings][..], &decisions[..]].concat(),
+        );
+        check_misuse(&replay, "the checkpoint was resumed already");
+    }
     let again = json(&output);
     assert_eq!(again["logs"], paused["logs"], "{language}: the same numbers, dates and uuids");
     assert_eq!(again["paused"]["pending"][0]["id"], 4);

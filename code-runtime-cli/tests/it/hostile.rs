@@ -141,6 +141,9 @@ fn the_record_file_streams_and_stops_at_its_bound() {
     ]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(stdout(&output).contains("\"kind\":\"output-limit\""), "{}", stdout(&output));
+    // The message names the record, not the run's output budget, which nothing came near.
+    let named = format!("the record file \\\"{record}\\\" reached its bound of 2000 bytes");
+    assert!(stdout(&output).contains(&named), "{}", stdout(&output));
     let written = std::fs::read_to_string(record).unwrap();
     assert!(written.len() <= 2000 && written.lines().count() >= 5, "{} bytes", written.len());
     assert!(written.ends_with('\n'), "whole lines only");
@@ -148,6 +151,48 @@ fn the_record_file_streams_and_stops_at_its_bound() {
         &run(&["run", &program, "--record-max-bytes", "10"]),
         "--record-max-bytes needs --record",
     );
+}
+
+#[test]
+fn the_record_and_the_events_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scratch = Scratch::new("record-mode");
+    let bindings = scratch.write(
+        "b.json",
+        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true}}}]}"#,
+    );
+    let program = scratch.write("one.ts", "return await tools.echo('secret')");
+    // New files, then files that were there, readable by everyone.
+    for existing in [false, true] {
+        let record = scratch.0.join(format!("calls-{existing}.jsonl"));
+        let events = scratch.0.join(format!("events-{existing}.jsonl"));
+        if existing {
+            for path in [&record, &events] {
+                std::fs::write(path, "old").unwrap();
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+        let output = run(&[
+            "run",
+            &program,
+            "--bindings",
+            &bindings,
+            "--record",
+            record.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+        ]);
+        assert_eq!(stdout(&output), "{\"logs\":[],\"value\":\"secret\"}\n", "{}", stderr(&output));
+        for path in [&record, &events] {
+            let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", path.display());
+            assert!(
+                std::fs::read_to_string(path).unwrap().contains("secret"),
+                "{}",
+                path.display()
+            );
+        }
+    }
 }
 
 #[test]

@@ -77,6 +77,11 @@ fn a_remote_server_that_wants_oauth_is_authorized_once_and_its_tokens_kept() {
 }
 
 #[test]
+fn upstreams_get_no_secret_of_ours_show_none_of_theirs_and_the_record_rotates() {
+    peer_script("hostile.py", &[], "all hostile checks passed");
+}
+
+#[test]
 fn http_serving_takes_a_token_counts_caps_and_drains() {
     peer_script("serving.py", &[], "all serving checks passed");
 }
@@ -176,7 +181,7 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         ),
         (
             r#"{"servers": {"remote": {"url": "http://127.0.0.1:1/mcp"}}}"#,
-            r#"upstream server "remote": cannot connect to http://127.0.0.1:1/mcp"#,
+            r#"upstream server "remote": cannot connect to http://127.0.0.1:1: "#,
         ),
         (r#"{"servers": {"x": {"url": "ftp://example"}}}"#, "url must be http:// or https://"),
         (r#"{"servers": {"x": {"command": []}}}"#, "command must be a non-empty array of strings"),
@@ -383,14 +388,30 @@ impl Listening {
 
     /// The status of an `initialize` POST with these `Host` and `Origin` headers.
     fn status(&self, host: &str, origin: Option<&str>) -> u16 {
+        self.status_of("POST /mcp", host, origin)
+    }
+
+    /// The status of `request_line` (`GET /metrics`) with these headers (an `initialize` body
+    /// for a POST).
+    fn status_of(&self, request_line: &str, host: &str, origin: Option<&str>) -> u16 {
         use std::io::{Read, Write};
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let body = if request_line.starts_with("POST") {
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
+        } else {
+            ""
+        };
         let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
         let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{request_line} HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
-        let mut stream = std::net::TcpStream::connect(self.1).unwrap();
+        let address = match self.1.ip() {
+            ip if ip.is_unspecified() => {
+                std::net::SocketAddr::from(([127, 0, 0, 1], self.1.port()))
+            }
+            _ => self.1,
+        };
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
         stream.write_all(request.as_bytes()).unwrap();
         let mut head = [0u8; 12];
         stream.read_exact(&mut head).unwrap();
@@ -424,5 +445,22 @@ fn a_loopback_listener_in_any_spelling_checks_host_and_origin() {
         assert_eq!(listening.status(&own, evil), 403, "{address}: a foreign Origin");
         let local = format!("http://localhost:{port}");
         assert_eq!(listening.status(&own, Some(&local)), 200, "{address}: a loopback Origin");
+        // One check for every route: the metrics and the health too.
+        for route in ["GET /metrics", "GET /healthz", "GET /nowhere"] {
+            let evil = format!("evil.example:{port}");
+            assert_eq!(listening.status_of(route, &evil, None), 403, "{address} {route}");
+            let foreign = Some("http://evil.example");
+            assert_eq!(listening.status_of(route, &own, foreign), 403, "{address} {route}");
+            assert_eq!(listening.status_of(route, "", None), 403, "{address} {route}: no host");
+        }
+        assert_eq!(listening.status_of("GET /metrics", &own, None), 200, "{address}");
+        assert_eq!(listening.status_of("GET /healthz", &own, None), 200, "{address}");
+    }
+    // A public address takes any Host, and no request from a web page, on any route.
+    let listening = Listening::start(&scratch, "0.0.0.0:0");
+    for route in ["POST /mcp", "GET /metrics", "GET /healthz"] {
+        let origin = Some("http://evil.example");
+        assert_eq!(listening.status_of(route, "evil.example", origin), 403, "{route}");
+        assert_eq!(listening.status_of(route, "evil.example", None), 200, "{route}");
     }
 }

@@ -232,8 +232,10 @@ async def main():
               "the command server got its env with ${GATEWAY_SCRATCH} expanded")
         misuse(config, {"GATEWAY_SCRATCH": scratch},
                'mcpServers: server "guarded-api": headers: "Authorization": ${GUARD_TOKEN} is not set')
+        # The server is named by its origin: a URL's path and query may carry credentials.
+        origin = url.rsplit("/", 1)[0]
         misuse(config, {"GUARD_TOKEN": "wrong-token", "GATEWAY_SCRATCH": scratch},
-               'upstream server "guarded_api": cannot connect to %s' % url)
+               'upstream server "guarded_api": cannot connect to %s:' % origin)
     await over_https(scratch)
     print("all gateway checks passed")
 

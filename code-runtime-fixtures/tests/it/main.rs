@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use code_runtime::json;
 use code_runtime::{BindingArgs, CodeBindingNamespace, JsonValue, Limits};
-use code_runtime_fixtures::{LimitsFile, Recorder, bindings_from_json, read_document, read_text};
+use code_runtime_fixtures::{
+    LimitsFile, Recorder, Rotation, bindings_from_json, read_document, read_text,
+};
 
 fn tokio() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
@@ -249,7 +251,7 @@ fn the_recorder_keeps_every_call_for_a_harness() {
 fn the_recorder_writes_every_call_keeps_none_and_stops_at_its_bound() {
     let scratch = Scratch::new("record");
     let path = scratch.0.join("calls.jsonl");
-    let recorder = Recorder::writing(std::fs::File::create(&path).unwrap(), 300);
+    let recorder = Recorder::file(&path, 300, Rotation::Stop).unwrap();
     let document = json!({"namespaces": [{"global": "tools", "functions": {
         "echo": {"echo": true}, "reject": {"reject": "no", "data": {"why": 1}}}}]});
     let tools = namespaces(document, &recorder).unwrap().remove(0);
@@ -271,9 +273,44 @@ fn the_recorder_writes_every_call_keeps_none_and_stops_at_its_bound() {
     // one that ends the run as `output-limit`.
     let big = json!({"q": "y".repeat(200)});
     let full = call(&tools, "echo", big).unwrap_err();
-    assert_eq!(full.0, "the host's output budget is spent");
+    let named = format!(
+        "the record file {:?} reached its bound of 300 bytes (--record-max-bytes): the run stops, as a call it made cannot be recorded",
+        path.display().to_string()
+    );
+    assert_eq!(full.0, named);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), written, "nothing more written");
-    assert!(call(&tools, "echo", json!(1)).is_err(), "full stays full");
+    assert_eq!(call(&tools, "echo", json!(1)).unwrap_err().0, named, "full stays full");
+}
+
+#[test]
+fn a_rotating_record_moves_a_full_file_aside_and_goes_on() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scratch = Scratch::new("record-rotate");
+    let path = scratch.0.join("calls.jsonl");
+    let aside = scratch.0.join("calls.jsonl.1");
+    let recorder = Recorder::file(&path, 300, Rotation::Rotate).unwrap();
+    let document =
+        json!({"namespaces": [{"global": "tools", "functions": {"echo": {"echo": true}}}]});
+    let tools = namespaces(document, &recorder).unwrap().remove(0);
+    // Each line is about 130 bytes: two fit, the third starts a fresh file, and so on.
+    for n in 0..7 {
+        let args = json!({ "n": n, "pad": "p".repeat(10) });
+        assert_eq!(call(&tools, "echo", args.clone()), Ok(args), "call {n}");
+    }
+    let current = std::fs::read_to_string(&path).unwrap();
+    let before = std::fs::read_to_string(&aside).unwrap();
+    assert!(current.len() <= 300 && before.len() <= 300);
+    assert!(current.contains(r#""n":6"#) && before.contains(r#""n":5"#), "{before}{current}");
+    assert!(!current.contains(r#""n":0"#) && !before.contains(r#""n":0"#), "older files are gone");
+    for file in [&path, &aside] {
+        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    // A line longer than the bound on its own fails its own call, and the record goes on.
+    let huge = call(&tools, "echo", json!("h".repeat(400))).unwrap_err();
+    assert!(huge.0.contains("reached its bound of 300 bytes"), "{}", huge.0);
+    assert_eq!(call(&tools, "echo", json!(7)), Ok(json!(7)));
+    assert!(std::fs::read_to_string(&path).unwrap().contains(r#""args":7"#));
+    assert_eq!(recorder.write_error(), None);
 }
 
 fn command(argv: &[&str], extra: JsonValue) -> CodeBindingNamespace {

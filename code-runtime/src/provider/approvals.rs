@@ -16,9 +16,6 @@ use crate::memory::{HostMemory, OverBudget};
 use crate::provider::{CallId, FunctionId, catalogue, reactor};
 use crate::request::Approvals;
 
-/// How many bytes of the call an [`ApprovalRequest::summary`] shows.
-const SUMMARY_BYTES: usize = 200;
-
 /// A call waiting for its decision.
 pub(crate) struct Asked {
     /// Its number in the run.
@@ -79,9 +76,10 @@ impl Approving {
         (namespace, function_name): (&str, &str),
         asked: Asked,
     ) -> Result<ApprovalRequest, OverBudget> {
-        let held = self.memory.hold(json::held_bytes(&asked.args))?;
-        self.asked += 1;
         let request = request((namespace, function_name), asked.number, &asked.args);
+        // The approver's copy of the argument and the line that shows it to a person.
+        let held = self.memory.hold(json::held_bytes(&asked.args) + request.summary.len())?;
+        self.asked += 1;
         self.waiting.insert(id, asked);
         let Some(approvals) = &self.approvals else {
             let answer =
@@ -148,24 +146,11 @@ pub(crate) fn request(
     number: u64,
     args: &JsonValue,
 ) -> ApprovalRequest {
-    let call = format!("{namespace}.{function}({})", json::encode(args));
     ApprovalRequest {
         namespace: namespace.to_owned(),
         function: function.to_owned(),
         args: args.clone(),
-        summary: cut(&call, SUMMARY_BYTES),
+        summary: crate::approval::summarize(namespace, function, args),
         call: number,
     }
-}
-
-/// `text` cut at a character boundary within `bytes`, with `…` when cut.
-fn cut(text: &str, bytes: usize) -> String {
-    if text.len() <= bytes {
-        return text.to_owned();
-    }
-    let mut end = bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }

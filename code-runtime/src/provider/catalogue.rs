@@ -179,6 +179,15 @@ pub fn argument_mismatch(label: &str, path: &str, detail: &str) -> String {
     )
 }
 
+/// A call whose argument the check of its input schema could not judge (a `pattern` gave up).
+pub fn argument_undecided(label: &str, path: &str, detail: &str) -> String {
+    let at = if path.is_empty() { String::new() } else { format!(" at {path}") };
+    format!(
+        "binding {} was not called: its argument{at} could not be checked against its schema (a pattern gave up: {detail})",
+        json::quote(label)
+    )
+}
+
 /// A call whose argument is nested too deeply to check against its input schema.
 pub fn argument_too_deep(label: &str, limit: usize) -> String {
     format!(

@@ -124,14 +124,17 @@ impl BindingTable {
     }
 
     /// Whether this call of `id` with `args` needs the host's approval: always, or when the
-    /// argument matches the function's schema (or is too deep for the check to judge).
+    /// argument matches the function's schema. Only a definite mismatch spares a call the
+    /// question: an argument too deep to check, a check that gave up, and an id the table lacks
+    /// all need approval (the decision fails closed).
     pub fn needs_approval(&self, id: FunctionId, args: &JsonValue) -> bool {
         match self.entry(id).map(|entry| &entry.approval) {
-            None | Some(Approval::Never) => false,
-            Some(Approval::Always) => true,
-            Some(Approval::When(schema)) => {
-                !matches!(schema.check(args), Err(Mismatch::Value { .. }))
-            }
+            Some(Approval::Never) => false,
+            None | Some(Approval::Always) => true,
+            Some(Approval::When(schema)) => match schema.check(args) {
+                Err(Mismatch::Value { .. }) => false,
+                Ok(()) | Err(Mismatch::TooDeep { .. } | Mismatch::Undecided { .. }) => true,
+            },
         }
     }
 
@@ -365,6 +368,10 @@ fn refusal(label: &str, mismatch: Mismatch) -> BindingError {
         }
         Mismatch::Value { path, schema_path, detail } => {
             BindingError::new(catalogue::argument_mismatch(label, &path, &detail))
+                .with_data(crate::json!({ "path": path, "schemaPath": schema_path }))
+        }
+        Mismatch::Undecided { path, schema_path, detail } => {
+            BindingError::new(catalogue::argument_undecided(label, &path, &detail))
                 .with_data(crate::json!({ "path": path, "schemaPath": schema_path }))
         }
     }

@@ -577,6 +577,9 @@ async fn drive<S: Substrate>(
     if let Some(substrate) = running.substrate.as_ref() {
         report.measured(substrate.compute_used(), board.made());
     }
+    if let Some(reason) = board.take_output_reason() {
+        output.ledger.exceed_because(reason);
+    }
     report.approvals(board.approving.asked());
     let paused = matches!(finish, Finish::Paused);
     let ending = match finish {

@@ -331,6 +331,14 @@ pub(crate) fn resumed(
     {
         return Err(CheckpointError::NotPending(id));
     }
+    // Last, once everything else holds: a checkpoint refused for a mistake stays usable.
+    let spent = request.approvals.as_ref().map(|approvals| &approvals.spent);
+    let spent = spent.ok_or(CheckpointError::NoKey)?;
+    match spent.spend(&resume.checkpoint.signature()) {
+        Ok(true) => {}
+        Ok(false) => return Err(CheckpointError::Resumed),
+        Err(why) => return Err(CheckpointError::Unspendable(why)),
+    }
     Ok(Some((record, resume.decisions.clone())))
 }
 

@@ -35,6 +35,9 @@ enum Budget {
     ExceededBy(String),
     /// Exceeded as the substrate or the host loop saw it, with no entry to keep.
     Exceeded,
+    /// A budget of the host's other than this one was exceeded (a record file's bound, say):
+    /// the limit result says so in these words.
+    ExceededBecause(String),
 }
 
 /// What became of a log entry offered to [`OutputLedger::admit_log`].
@@ -109,8 +112,20 @@ impl OutputLedger {
     /// Records that the substrate itself detected an overflow (for instance a worker-side buffer
     /// that refused an entry before it reached the host). Later entries are dropped.
     pub fn exceed(&mut self) {
+        self.exceed_with(Budget::Exceeded);
+    }
+
+    /// [`exceed`](OutputLedger::exceed) for a budget of the host's other than the run's output
+    /// (a record file that reached its bound, say): the `output-limit` result's message is
+    /// `reason`, not `outer output exceeded <max> bytes`. An entry that exceeded the budget
+    /// first keeps its place.
+    pub fn exceed_because(&mut self, reason: String) {
+        self.exceed_with(Budget::ExceededBecause(reason));
+    }
+
+    fn exceed_with(&mut self, budget: Budget) {
         if !self.is_exceeded() {
-            self.budget = Budget::Exceeded;
+            self.budget = budget;
         }
     }
 
@@ -134,6 +149,10 @@ impl OutputLedger {
             Budget::Holds => {}
             Budget::ExceededBy(entry) => return limit_result(max, logs, Some(entry)),
             Budget::Exceeded => return limit_result(max, logs, None),
+            Budget::ExceededBecause(reason) => {
+                let failure = CodeRunFailure::output_limit(max).with_message(reason);
+                return failure_result(max, logs, None, failure);
+            }
         }
         let room = max.saturating_sub(used);
         if let Ending::Paused(paused) = ending {
@@ -171,9 +190,18 @@ fn failure_within(
 
 /// The limit result of REFERENCE.md §3.10, built from the admitted logs plus the entry that
 /// overflowed (if a log did).
-fn limit_result(max: usize, mut logs: Vec<String>, overflow: Option<String>) -> CodeRunResult {
+fn limit_result(max: usize, logs: Vec<String>, overflow: Option<String>) -> CodeRunResult {
+    failure_result(max, logs, overflow, CodeRunFailure::output_limit(max))
+}
+
+/// [`limit_result`] with the failure `full` (its message kept whole when the budget allows).
+fn failure_result(
+    max: usize,
+    mut logs: Vec<String>,
+    overflow: Option<String>,
+    full: CodeRunFailure,
+) -> CodeRunResult {
     logs.extend(overflow);
-    let full = CodeRunFailure::output_limit(max);
     // Reserve room for the whole diagnostic as a JSON string; the logs get what is left.
     let log_budget = max.saturating_sub(json::string_len(full.message()));
     let mut used = 2;

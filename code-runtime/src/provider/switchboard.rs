@@ -36,6 +36,9 @@ pub(crate) struct Switchboard {
     /// Calls the program made, numbered from 1.
     made: u64,
     max_memory_mb: u64,
+    /// Why a host function ended the run as `output-limit`, in its words
+    /// ([`BindingError::output_exceeded_because`]).
+    output_reason: Option<String>,
 }
 
 impl Switchboard {
@@ -46,7 +49,13 @@ impl Switchboard {
         key: Option<CheckpointKey>,
         limits: &Limits,
     ) -> Self {
-        Self { calls, approving, journal, key, made: 0, max_memory_mb: limits.max_memory_mb }
+        let max_memory_mb = limits.max_memory_mb;
+        Self { calls, approving, journal, key, made: 0, max_memory_mb, output_reason: None }
+    }
+
+    /// Why a host function ended the run as `output-limit`, if one did.
+    pub(crate) fn take_output_reason(&mut self) -> Option<String> {
+        self.output_reason.take()
     }
 
     fn over_memory(&self) -> Turn {
@@ -164,7 +173,10 @@ impl Switchboard {
         report: &mut RunReport,
         settled: Settled,
     ) -> Turn {
-        if settled.outcome.as_ref().is_err_and(BindingError::is_output_exceeded) {
+        if let Err(error) = &settled.outcome
+            && error.is_output_exceeded()
+        {
+            self.output_reason = Some(error.message().to_owned());
             return Turn::Stop(StopReason::OutputExceeded);
         }
         let clock_ms = match &mut self.journal {

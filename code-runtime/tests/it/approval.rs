@@ -477,9 +477,15 @@ fn a_substrate_that_answers_recorded_calls_itself_is_checked_not_answered() {
         let calls = Arc::new(AtomicUsize::new(0));
         let checkpoint = paused_run(&calls).await.take_paused().unwrap().checkpoint;
         let resume = || {
+            // Resumed three times over: a store that forgets lets it.
+            let forgetting = Arc::new(Forgetting(Ok(true)));
             CodeRunRequest::resuming(checkpoint.clone(), Decisions::new().allow(3).deny(2, "no"))
                 .binding(tools(&calls))
-                .approvals(Approvals::new(Decision::Allow).checkpoint_key(key()))
+                .approvals(
+                    Approvals::new(Decision::Allow)
+                        .checkpoint_key(key())
+                        .spent_checkpoints(forgetting),
+                )
         };
         let replayed = |id: u64, function: u32, args: JsonValue| Event::Replayed {
             id,
@@ -552,5 +558,145 @@ fn approvals_on_the_provider_serve_requests_that_bring_none() {
             let (result, ()) = futures::join!(run, play);
             assert!(result.unwrap().is_ok());
         }
+    });
+}
+
+/// Every way the decision "does this call need approval?" can fail to finish ends as "it
+/// does": a `pattern` that gives up (backtracking limit) wherever it sits in the rule, under
+/// `not`, `anyOf` or on property names, and an argument too deep to check. Only a definite
+/// mismatch runs the call unasked.
+#[test]
+fn a_decision_that_cannot_finish_asks_and_only_a_definite_mismatch_does_not() {
+    // "Ask unless the command is a dry run": the look-ahead needs the backtracking engine, which
+    // gives up on a long string.
+    let no_dry_run = json!({ "pattern": "^(?:(?!--dry-run).)*$" });
+    let rules = [
+        json!({ "properties": { "cmd": no_dry_run.clone() }, "required": ["cmd"] }),
+        json!({ "not": { "not": { "properties": { "cmd": no_dry_run.clone() } } } }),
+        json!({ "anyOf": [{ "properties": { "cmd": no_dry_run.clone() } }, { "required": ["never"] }] }),
+        json!({ "propertyNames": no_dry_run.clone() }),
+    ];
+    let long = "a".repeat(2 << 20);
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    tokio().block_on(async {
+        for (index, rule) in rules.into_iter().enumerate() {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let asked = Arc::new(AtomicUsize::new(0));
+            let counted = asked.clone();
+            let approvals = Approvals::new(approver_fn(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async { Decision::deny("no") }
+            }));
+            let seen = calls.clone();
+            let guarded = binding(move |_| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                async { Ok(json!("ran")) }
+            })
+            .approval(ApprovalRule::When(rule.clone()));
+            let namespace = CodeBindingNamespace::new("tools").function("shell", guarded);
+            let request = CodeRunRequest::new("p").binding(namespace).approvals(approvals);
+            let (long, deep) = (long.clone(), deep.clone());
+            run_with(Limits::default(), request, |mut script| async move {
+                let key_or_value = if index == 3 {
+                    json!({ long.clone(): 1 })
+                } else {
+                    json!({ "cmd": long.clone() })
+                };
+                script.events.send(call(1, 0, key_or_value)).unwrap();
+                assert_eq!(
+                    answered(&mut script).await,
+                    (1, Err("denied: no".into())),
+                    "rule {index}"
+                );
+                script.events.send(call(2, 0, json!({ "cmd": deep }))).unwrap();
+                assert_eq!(
+                    answered(&mut script).await,
+                    (2, Err("denied: no".into())),
+                    "rule {index}"
+                );
+                // A definite mismatch: a short dry run (rule 1's double negation matches it,
+                // so it is asked there too).
+                let dry = if index == 3 {
+                    json!({ "ls --dry-run": 1 })
+                } else {
+                    json!({ "cmd": "ls --dry-run" })
+                };
+                script.events.send(call(3, 0, dry)).unwrap();
+                assert_eq!(answered(&mut script).await, (3, Ok(json!("ran"))), "rule {index}");
+                script.events.send(Event::Ended(Ending::Completed(None))).unwrap();
+            })
+            .await;
+            assert_eq!(asked.load(Ordering::SeqCst), 2, "rule {index}");
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "rule {index}");
+        }
+    });
+}
+
+/// A store of resumed checkpoints that answers the same whatever it is asked.
+struct Forgetting(Result<bool, String>);
+
+impl code_runtime::SpentCheckpoints for Forgetting {
+    fn spend(&self, _signature: &str) -> Result<bool, String> {
+        self.0.clone()
+    }
+}
+
+/// A checkpoint's decisions are usable once: a replayed resume (the same decisions or others)
+/// is refused before anything runs, as is one the store cannot vouch for; a resume refused for
+/// a mistake (a decision on a call that is not pending) leaves the checkpoint usable.
+#[test]
+fn a_checkpoint_is_resumed_once_and_a_replay_runs_nothing() {
+    tokio().block_on(async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let checkpoint = paused_run(&calls).await.take_paused().unwrap().checkpoint;
+        let made = calls.load(Ordering::SeqCst);
+        let (runtime, mut scripts) = FakeProvider::new("typescript", Limits::default(), 8);
+        let resume = |decisions: Decisions| {
+            CodeRunRequest::resuming(checkpoint.clone(), decisions)
+                .binding(tools(&calls))
+                .approvals(Approvals::new(Decision::Allow).checkpoint_key(key()))
+        };
+        let refused = runtime.run(resume(Decisions::new().allow(99))).await.unwrap_err();
+        assert!(matches!(refused, ContractError::Checkpoint(CheckpointError::NotPending(99))));
+        let broken = resume(Decisions::new().allow(3))
+            .approvals(
+                Approvals::new(Decision::Allow)
+                    .checkpoint_key(key())
+                    .spent_checkpoints(Arc::new(Forgetting(Err("the store is down".into())))),
+            );
+        let refused = runtime.run(broken).await.unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "code-runtime: cannot resume: cannot tell whether the checkpoint was resumed already: the store is down"
+        );
+        let first = tokio::spawn({
+            let request = resume(Decisions::new().allow(3).deny(2, "no"));
+            let runtime = runtime.clone();
+            async move { runtime.run(request).await }
+        });
+        let mut script = scripts.recv().await.unwrap();
+        script.events.send(Event::Replayed {
+            id: 1,
+            function: FunctionId::new(0),
+            args: BindingArgs::new(json!("x")),
+        })
+        .unwrap();
+        script.events.send(call(2, 2, json!({ "force": true }))).unwrap();
+        assert_eq!(answered(&mut script).await, (2, Err("denied: no".into())));
+        script.events.send(Event::Ended(Ending::Completed(Some(json!(1))))).unwrap();
+        assert!(first.await.unwrap().unwrap().is_ok());
+        for decisions in [Decisions::new().allow(3).deny(2, "no"), Decisions::new().allow(2).allow(3)] {
+            let replayed = runtime.run(resume(decisions)).await.unwrap_err();
+            assert!(
+                matches!(replayed, ContractError::Checkpoint(CheckpointError::Resumed)),
+                "{replayed}"
+            );
+            assert!(replayed.to_string().contains("usable once"), "{replayed}");
+        }
+        assert!(scripts.try_recv().is_err(), "no replay reached a substrate");
+        assert_eq!(calls.load(Ordering::SeqCst), made, "no call was made again");
     });
 }
