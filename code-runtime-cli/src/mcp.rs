@@ -5,6 +5,7 @@ mod admission;
 mod approval;
 mod authorization;
 mod config;
+mod listener;
 mod metrics;
 mod passthrough;
 mod redaction;
@@ -30,6 +31,7 @@ use crate::Failure;
 use crate::mcp::admission::Admission;
 use crate::mcp::approval::Fallback;
 use crate::mcp::config::McpConfig;
+use crate::mcp::listener::{Caps, Listener, Proof};
 use crate::mcp::metrics::Metrics;
 use crate::mcp::passthrough::Passthrough;
 use crate::mcp::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes, Serving};
@@ -320,15 +322,22 @@ fn bare(host: &str) -> &str {
     host.strip_prefix('[').and_then(|host| host.strip_suffix(']')).unwrap_or(host)
 }
 
-/// Answers 403 for a request [`Reach::check`] refuses, and passes on the others.
+/// Answers 403 for a request [`Reach::check`] refuses, and passes on the others (`prove`: the
+/// request then proves its connection, [`Proof`]).
 async fn reachable(
     reach: Arc<Reach>,
+    prove: bool,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     match reach.check(request.headers()) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            if prove {
+                proven(&request);
+            }
+            next.run(request).await
+        }
         Err(why) => (axum::http::StatusCode::FORBIDDEN, format!("code-runtime mcp: {why}\n"))
             .into_response(),
     }
@@ -362,6 +371,9 @@ async fn serve_http(
     let guarded = axum::Router::new()
         .nest_service("/mcp", service)
         .route("/metrics", axum::routing::get(move || std::future::ready(metrics.render())));
+    // Without a token, a request that passed the Host and Origin check proves its connection;
+    // with one, only a request that carries it does.
+    let proven_when_reached = http.token.is_none();
     let guarded = match http.token {
         Some(token) => guarded.layer(axum::middleware::from_fn(move |request, next| {
             bearer(token.clone(), request, next)
@@ -373,16 +385,18 @@ async fn serve_http(
     let router = guarded
         .route("/healthz", axum::routing::get(move || std::future::ready(health(&admission))))
         .layer(axum::middleware::from_fn(move |request, next| {
-            reachable(reach.clone(), request, next)
+            reachable(reach.clone(), proven_when_reached, request, next)
         }));
-    let listener = tokio::net::TcpListener::bind(http.address)
+    let tcp = tokio::net::TcpListener::bind(http.address)
         .await
         .map_err(|error| Failure::Misuse(format!("cannot listen on {}: {error}", http.address)))?;
-    let bound = listener.local_addr().map_err(|error| Failure::Internal(error.to_string()))?;
+    let bound = tcp.local_addr().map_err(|error| Failure::Internal(error.to_string()))?;
+    let listener = Listener::new(tcp, Caps::of_this_process());
     crate::print_stderr(&format!("code-runtime: serving MCP on http://{bound}/mcp"));
     let signals =
         tokio::spawn(drain_on_signals(stop.clone(), serving.admission.clone(), drain_within));
     let shutdown = stop.clone();
+    let router = router.into_make_service_with_connect_info::<Proof>();
     let served = axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await
@@ -414,13 +428,25 @@ async fn bearer(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     match given {
-        Some(given) if same(given.trim().as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(given) if same(given.trim().as_bytes(), token.as_bytes()) => {
+            proven(&request);
+            next.run(request).await
+        }
         _ => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
             "code-runtime mcp: this server needs Authorization: Bearer <token>\n",
         )
             .into_response(),
+    }
+}
+
+/// `request` passed the checks: its connection is proven ([`Proof::prove`]).
+fn proven(request: &axum::extract::Request) {
+    if let Some(axum::extract::ConnectInfo(proof)) =
+        request.extensions().get::<axum::extract::ConnectInfo<Proof>>()
+    {
+        proof.prove();
     }
 }
 

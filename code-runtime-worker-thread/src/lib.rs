@@ -82,6 +82,7 @@ mod memory;
 mod message;
 mod meter;
 mod native;
+mod nesting;
 mod platform;
 mod process;
 mod program;
@@ -251,7 +252,7 @@ impl Provider for WorkerThread {
     async fn start(&self, start: Start) -> Result<Self::Substrate, Ending> {
         let run = (start.limits, start.memory.clone(), start.table.clone());
         let shape = substrate::shape(&self.config, &start.limits);
-        let program = substrate::program(start, self.config.legacy_decorators)?;
+        let program = substrate::program_off_reactor(start, self.config.legacy_decorators).await?;
         match &self.cells {
             None => self.thread(shape, program).await.map(Either::Left),
             Some(cells) => {

@@ -15,6 +15,7 @@ use swc_ecma_visit::{Visit, VisitWith};
 use swc_ts_fast_strip::{ErrorCode, Mode, Options};
 
 use crate::imports;
+use crate::nesting;
 use crate::program::NamespaceSetup;
 use crate::transform::{self, Positions};
 
@@ -23,6 +24,12 @@ use crate::transform::{self, Positions};
 /// a level (`!!!!1`, `((((1`), so the stack the strip needs grows with the program; this bound
 /// bounds it.
 pub(crate) const MAX_PROGRAM_BYTES: usize = 1 << 20;
+
+/// The longest program that is compiled rather than erased (one with an `enum`, a `namespace`,
+/// a parameter property or a decorator). swc's transforms take time that grows faster than the
+/// program (an `enum` after another: a megabyte of them took 35 s); at this length they take
+/// well under a second.
+pub(crate) const MAX_COMPILED_BYTES: usize = 128 << 10;
 
 /// The strip's stack: a base, plus this much per byte of program. A level of nesting took
 /// up to 2.7 KiB of stack in a debug build (measured on parentheses, `!`, arrows and generic
@@ -71,6 +78,17 @@ pub(crate) fn strip_program(
         )));
     }
     let program = imports::resolved(program, namespaces).map_err(StripError)?;
+    // Before any parser: the parser recurses per level, and a stack sized for the length of a
+    // program nested as deep as it is long would be committed whole.
+    if let Some(at) = nesting::too_deep(&program, nesting::MAX_NESTING) {
+        let line = program[..at].matches('\n').count() + 1;
+        let column = program[..at].rsplit('\n').next().map_or(0, |text| text.chars().count()) + 1;
+        return Err(StripError(format!(
+            "the program nests more than {} levels deep ({line}:{column}): split the expression \
+             or build deep values in a loop",
+            nesting::MAX_NESTING
+        )));
+    }
     let source = format!("{PARSE_HEADER}{}{PARSE_TRAILER}", exported_default(&program));
     let stack = STACK_BASE + program.len() * STACK_PER_BYTE;
     // A stack of its own, on this thread: mapped fresh (with a guard page) for this strip and
@@ -82,6 +100,15 @@ pub(crate) fn strip_program(
                 Some(code) if !needs_compiling(&code) => (code, Positions::default()),
                 // Erasure refused it, or left decorators or auto-accessors V8 does not run:
                 // compiled instead.
+                _ if program.len() > MAX_COMPILED_BYTES => {
+                    return Err(StripError(format!(
+                        "the program is {} bytes long; TypeScript that needs compiling (an enum, \
+                         a namespace, a parameter property, a decorator) may be at most \
+                         {MAX_COMPILED_BYTES} bytes: use a const object for an enum, or split \
+                         the program",
+                        program.len()
+                    )));
+                }
                 _ => {
                     let (body, positions) =
                         transform::compile(&source, PARSE_HEADER.len(), legacy_decorators)

@@ -89,6 +89,31 @@ pub(crate) fn program(start: Start, legacy_decorators: bool) -> Result<Program, 
     })
 }
 
+/// Programs longer than this are stripped on one of the reactor's blocking threads: stripping
+/// (and compiling an `enum`) takes time that grows faster than the program, which must not hold
+/// up the thread that serves other runs (an MCP server's). Shorter ones strip in tens of
+/// microseconds, less than the hop would cost.
+const STRIP_INLINE_BYTES: usize = 16 << 10;
+
+/// [`program`], off the reactor for a long program ([`STRIP_INLINE_BYTES`]). Dropping the
+/// future (the run's wall clock ran out) leaves a strip under way to finish on its thread; the
+/// program's length bounds it ([`strip::MAX_COMPILED_BYTES`]).
+pub(crate) async fn program_off_reactor(
+    start: Start,
+    legacy_decorators: bool,
+) -> Result<Program, Ending> {
+    if start.program.len() <= STRIP_INLINE_BYTES {
+        return program(start, legacy_decorators);
+    }
+    match reactor::handle() {
+        Ok(reactor) => reactor
+            .spawn_blocking(move || program(start, legacy_decorators))
+            .await
+            .unwrap_or_else(|_| Err(Ending::Failed("the type stripper failed".to_owned()))),
+        Err(_) => program(start, legacy_decorators),
+    }
+}
+
 /// What the isolates of `config` are made with under `limits`.
 pub(crate) fn shape(config: &WorkerThreadConfig, limits: &Limits) -> Shape {
     Shape {

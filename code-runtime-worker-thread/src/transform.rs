@@ -235,10 +235,10 @@ fn first_parameter_decorator(script: &Script) -> Option<BytePos> {
     first.0
 }
 
-/// How deep a compiled program may nest expressions, statements and types. Some of swc's
-/// transforms copy a subtree per level (a 300 000-deep array literal took more than 20 GB), and
-/// V8 refuses far less deep programs (20 000 `!`s overflow its stack) anyway.
-const MAX_NESTING: usize = 1_000;
+/// How deep a compiled program may nest expressions, statements and types: the bound the text
+/// was held to before parsing ([`nesting`](crate::nesting)), checked again on the tree. Some of
+/// swc's transforms copy a subtree per level (a 300 000-deep array literal took more than 20 GB).
+const MAX_NESTING: usize = crate::nesting::MAX_NESTING;
 
 /// Whether `script` nests deeper than [`MAX_NESTING`]. The walk recurses once per level (on
 /// the strip's stack, sized for the program's length) and stops one past the bound.

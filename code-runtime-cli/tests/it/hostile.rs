@@ -115,6 +115,34 @@ fn a_program_cannot_make_the_host_hold_more_than_its_memory_budget() {
     assert!(peak_mib < 400, "the command peaked at {peak_mib} MiB");
 }
 
+/// Programs that nest deep in every way the syntax allows (half a million levels, within the
+/// 1 MiB a program may have) are refused before any parser sees them: the host's stack stays
+/// small whatever the program nests, in both isolations.
+#[test]
+fn a_program_nested_half_a_million_deep_is_refused_without_the_host_growing() {
+    let scratch = Scratch::new("deep-program");
+    let n = 500_000;
+    for (name, program) in [
+        ("parens", format!("return {}1{}", "(".repeat(n), ")".repeat(n))),
+        ("nots", format!("return {}1", "!".repeat(n))),
+        ("sums", format!("return 1{}", "+1".repeat(n))),
+        ("members", format!("return a{}", ".b".repeat(n / 2))),
+        ("calls", format!("return f{}", "()".repeat(n / 2))),
+    ] {
+        let path = scratch.write(&format!("{name}.ts"), &program);
+        for isolation in ["process", "thread"] {
+            let (output, peak_mib) = run_measured(&["run", &path, "--isolation", isolation]);
+            assert_eq!(output.status.code(), Some(1), "{name} {isolation}: {}", stderr(&output));
+            assert!(
+                stdout(&output).contains("nests more than 1000 levels deep (1:"),
+                "{name} {isolation}: {}",
+                stdout(&output)
+            );
+            assert!(peak_mib < 200, "{name} {isolation}: the command peaked at {peak_mib} MiB");
+        }
+    }
+}
+
 #[test]
 fn the_record_file_streams_and_stops_at_its_bound() {
     let scratch = Scratch::new("record-bound");

@@ -364,10 +364,29 @@ struct Listening(std::process::Child, std::net::SocketAddr);
 
 impl Listening {
     fn start(scratch: &Scratch, address: &str) -> Self {
-        use std::io::BufRead;
         let config = scratch.write("empty.json", r#"{"servers": {}, "languages": ["typescript"]}"#);
-        let mut child = binary()
-            .args(["mcp", "--config", &config, "--http", address])
+        let mut command = binary();
+        command.args(["mcp", "--config", &config, "--http", address]);
+        Self::spawn(command)
+    }
+
+    /// `code-runtime mcp --http 127.0.0.1:0 --auth-token-file` with at most `descriptors` open
+    /// files (soft and hard).
+    fn start_limited(scratch: &Scratch, descriptors: u32, token: &str) -> Self {
+        let config = scratch.write("empty.json", r#"{"servers": {}, "languages": ["typescript"]}"#);
+        let token = scratch.write("token", token);
+        #[expect(clippy::disallowed_methods, reason = "the binary under test, under ulimit")]
+        let mut command = Command::new("sh");
+        command.arg("-c").arg(format!(
+            "ulimit -n {descriptors} && exec \"$0\" mcp --config \"$1\" --http 127.0.0.1:0 --auth-token-file \"$2\""
+        ));
+        command.args([env!("CARGO_BIN_EXE_code-runtime"), &config, &token]);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Self {
+        use std::io::BufRead;
+        let mut child = command
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -394,6 +413,17 @@ impl Listening {
     /// The status of `request_line` (`GET /metrics`) with these headers (an `initialize` body
     /// for a POST).
     fn status_of(&self, request_line: &str, host: &str, origin: Option<&str>) -> u16 {
+        self.status_with(request_line, host, origin, "")
+    }
+
+    /// [`status_of`](Self::status_of) with `extra` header lines (each ending `\r\n`).
+    fn status_with(
+        &self,
+        request_line: &str,
+        host: &str,
+        origin: Option<&str>,
+        extra: &str,
+    ) -> u16 {
         use std::io::{Read, Write};
         let body = if request_line.starts_with("POST") {
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
@@ -402,7 +432,7 @@ impl Listening {
         };
         let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
         let request = format!(
-            "{request_line} HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{request_line} HTTP/1.1\r\nHost: {host}\r\n{origin}{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         let address = match self.1.ip() {
@@ -412,6 +442,8 @@ impl Listening {
             _ => self.1,
         };
         let mut stream = std::net::TcpStream::connect(address).unwrap();
+        // A server that never answers fails the test, never hangs it.
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
         stream.write_all(request.as_bytes()).unwrap();
         let mut head = [0u8; 12];
         stream.read_exact(&mut head).unwrap();
@@ -463,4 +495,51 @@ fn a_loopback_listener_in_any_spelling_checks_host_and_origin() {
         assert_eq!(listening.status_of(route, "evil.example", origin), 403, "{route}");
         assert_eq!(listening.status_of(route, "evil.example", None), 200, "{route}");
     }
+}
+
+/// Slowloris: unauthenticated connections that hold half-sent headers (more of them than the
+/// server may have descriptors) never keep an authenticated client out, and are closed.
+#[test]
+fn connections_holding_half_sent_headers_never_keep_an_authenticated_client_out() {
+    use std::io::{Read, Write};
+    let scratch = Scratch::new("mcp-slowloris");
+    let listening = Listening::start_limited(&scratch, 256, "s3cret-token");
+    let host = format!("127.0.0.1:{}", listening.1.port());
+    let mut held = Vec::new();
+    for _ in 0..400 {
+        let Ok(mut stream) = std::net::TcpStream::connect(listening.1) else { continue };
+        // Headers begun, never finished.
+        let _ =
+            stream.write_all(format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nX-Slow: ").as_bytes());
+        held.push(stream);
+    }
+    let token = "Authorization: Bearer s3cret-token\r\n";
+    for round in 0..3 {
+        assert_eq!(listening.status_with("POST /mcp", &host, None, token), 200, "round {round}");
+        assert_eq!(listening.status_with("GET /metrics", &host, None, token), 200, "round {round}");
+    }
+    // Without the token: refused, and the server still serves the one who has it.
+    assert_eq!(listening.status_of("GET /metrics", &host, None), 401);
+    // Every held connection is closed: most at once to make room, the rest once their time to
+    // send a request ran out.
+    let closed = held
+        .iter_mut()
+        .map(|stream| {
+            stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+            let mut chunk = [0u8; 512];
+            loop {
+                match stream.read(&mut chunk) {
+                    Ok(0) => return true,
+                    Ok(_) => {}
+                    Err(error) => {
+                        use std::io::ErrorKind::{TimedOut, WouldBlock};
+                        return !matches!(error.kind(), TimedOut | WouldBlock);
+                    }
+                }
+            }
+        })
+        .filter(|closed| *closed)
+        .count();
+    assert_eq!(closed, held.len(), "every half-open connection ends");
+    assert_eq!(listening.status_with("POST /mcp", &host, None, token), 200);
 }

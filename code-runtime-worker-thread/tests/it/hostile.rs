@@ -124,6 +124,35 @@ fn a_thousand_concurrent_fan_outs() {
     assert!(isolates < 50, "{isolates} isolate threads still alive");
 }
 
+/// swc's transforms take time that grows faster than the program: a long program that needs
+/// compiling is refused with a clear error, and one under the bound that still takes long
+/// stripping ends at the run's wall clock (starting a run is under it), in both isolations.
+#[test]
+fn compiling_is_bounded_in_size_and_runs_under_the_wall_clock() {
+    let block = "{enum E{A=1,B=A<<1}}\n";
+    let long = format!("{}return 1", block.repeat((200 << 10) / block.len()));
+    let result = run(&long, vec![]);
+    let error = result.error().expect("refused");
+    assert_eq!(error.kind(), FailureKind::Exception);
+    assert!(error.message().contains("may be at most 131072 bytes"), "{}", error.message());
+    // The same length erased (no enum) is fine.
+    let erased = format!("{}return 1", "{const e={A:1,B:2}}\n".repeat((200 << 10) / 21));
+    assert_eq!(run(&erased, vec![]).value(), Some(&json!(1)));
+    // Under the bound, on a wall clock shorter than the strip takes in a debug build.
+    let slow = format!("{}return 1", block.repeat((120 << 10) / block.len()));
+    let limits = Limits { max_wall_ms: 50, ..Limits::default() };
+    for runtime in [runtime(limits), process_runtime(limits)] {
+        let result = run_on(&runtime, CodeRunRequest::new(&slow));
+        // The strip takes most of a second in a debug build (tests are built so).
+        assert_eq!(
+            result.error().map(|error| error.kind()),
+            Some(FailureKind::Timeout),
+            "{:?}",
+            result.to_json()
+        );
+    }
+}
+
 /// Programs that must be compiled (here: an enum) and nest absurdly deep are refused with a clear
 /// error before swc's transforms see them: one of them copies a subtree per level (a 300 000-deep
 /// array took more than 20 GB of the host before the bound).

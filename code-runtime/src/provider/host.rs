@@ -383,6 +383,17 @@ impl<P: Provider> Host<P> {
         self.traced_run(request, dispatch.clone()).with_subscriber(dispatch).await
     }
 
+    /// The provider's start of a run, under its wall clock (a long program's strip, say): a stop
+    /// that comes first is the run's ending.
+    async fn start_within(&self, setup: Start, stops: &mut Stops) -> Result<P::Substrate, Ending> {
+        let mut started = None;
+        let starting = async { started = Some(self.provider.start(setup).await) };
+        if let Some(reason) = stops.first(starting).await {
+            return Err(Ending::Stopped(reason));
+        }
+        started.unwrap_or_else(|| Err(Ending::Failed("the run did not start".to_owned())))
+    }
+
     async fn traced_run(
         &self,
         request: CodeRunRequest,
@@ -440,7 +451,7 @@ impl<P: Provider> Host<P> {
                 determinism: journal.as_ref().map(Journal::determinism),
                 replay: journal.as_ref().map(|journal| journal.replay(&table)).unwrap_or_default(),
             };
-            let substrate = match self.provider.start(setup).await {
+            let substrate = match self.start_within(setup, &mut stops).await {
                 Ok(substrate) => substrate,
                 Err(ending) => return ledger.settle(ending),
             };
