@@ -303,9 +303,16 @@ fn set_timeout(
     // borrowing the state.
     let delay =
         args.get(1).number_value(scope).filter(|ms| ms.is_finite() && *ms > 0.0).unwrap_or(0.0);
+    let Some(run) = state::of(scope) else { return };
+    // The timer's handles live outside V8's heap until it fires or is cleared: charged to the
+    // run's memory first (a timer of 60 000 arguments, two thousand times, held 5.7 GB).
+    let count = usize::try_from(args.length().saturating_sub(2)).unwrap_or(0);
+    let Some(charge) = run.bounds.budget.charge_host(Timer::host_bytes(count)) else {
+        let message = "setTimeout: the run's memory cannot hold another timer";
+        return crate::native::throw(scope, message, true);
+    };
     let callback = v8::Global::new(scope, callback);
     let extra = (2..args.length()).map(|index| v8::Global::new(scope, args.get(index))).collect();
-    let Some(run) = state::of(scope) else { return };
     // Timers share the wall clock's ceiling; a longer delay waits for it.
     let delay = Duration::from_secs_f64(delay.min(Limits::MAX_WALL_MS as f64) / 1000.0);
     let id = {
@@ -313,7 +320,7 @@ fn set_timeout(
         state.next_timer += 1;
         let id = state.next_timer;
         let deadline = Instant::now() + delay;
-        state.timers.insert((deadline, id), Timer { callback, args: extra });
+        state.timers.insert((deadline, id), Timer { callback, args: extra, _charge: charge });
         state.timer_deadlines.insert(id, deadline);
         id
     };

@@ -8,6 +8,20 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::termination::{Cause, Termination};
 
+/// Bytes of the run's budget the host holds ([`MemoryBudget::charge_host`]), given back when
+/// dropped.
+#[derive(Debug)]
+pub(crate) struct HostCharge {
+    budget: Arc<MemoryBudget>,
+    len: usize,
+}
+
+impl Drop for HostCharge {
+    fn drop(&mut self) {
+        self.budget.release_host(self.len);
+    }
+}
+
 /// One run's memory, against one limit.
 #[derive(Debug)]
 pub(crate) struct MemoryBudget {
@@ -49,6 +63,13 @@ impl MemoryBudget {
     /// Gives back what [`reserve_host`](Self::reserve_host) took.
     pub(crate) fn release_host(&self, len: usize) {
         self.release(len);
+    }
+
+    /// [`reserve_host`](Self::reserve_host) for as long as the returned charge lives: for what
+    /// the host keeps of the program's outside V8's heap (a timer's handles), which V8's own
+    /// limit does not see. `None` when the budget cannot hold it.
+    pub(crate) fn charge_host(self: &Arc<Self>, len: usize) -> Option<HostCharge> {
+        self.take(len).then(|| HostCharge { budget: self.clone(), len })
     }
 
     fn reserve(&self, len: usize) -> bool {

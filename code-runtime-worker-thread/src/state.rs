@@ -118,6 +118,18 @@ pub(crate) struct Pending {
 pub(crate) struct Timer {
     pub(crate) callback: v8::Global<v8::Function>,
     pub(crate) args: Vec<v8::Global<v8::Value>>,
+    /// The run's memory its handles take, outside V8's heap, while it waits.
+    pub(crate) _charge: crate::memory::HostCharge,
+}
+
+impl Timer {
+    /// What the host holds for a timer with `args` arguments: a handle each (V8's global handle
+    /// node and our slot for it) and the timer's own entries.
+    pub(crate) fn host_bytes(args: usize) -> usize {
+        const HANDLE: usize = 48;
+        const TIMER: usize = 128;
+        TIMER.saturating_add(args.saturating_add(1).saturating_mul(HANDLE))
+    }
 }
 
 /// The run of the isolate `scope` belongs to, or `None` before the environment is installed.

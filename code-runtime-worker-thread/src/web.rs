@@ -324,6 +324,18 @@ fn clone(
     }
 }
 
+/// Bytes reserved of the run's memory while a native builds what it returns.
+struct Reserved {
+    run: std::rc::Rc<crate::state::Run>,
+    len: usize,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.run.bounds.budget.release_host(self.len);
+    }
+}
+
 /// A string argument as Rust text (lone surrogates as U+FFFD, as a `USVString` has them),
 /// charged to the run's memory while the native holds it (with room for what it makes of it).
 struct Held {
@@ -454,7 +466,19 @@ fn form_parse(
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
     let Some(text) = Held::new(scope, args.get(0)) else { return };
-    let mut pairs = Vec::new();
+    // Every pair becomes V8 objects inside this one call, where V8's heap limit cannot stop the
+    // program (two million pairs were a fatal out-of-memory of the whole host in `thread`
+    // isolation): what they will take is reserved first, and refused as a `RangeError` when the
+    // run's memory cannot hold it. The heap's own sampling counts them once they exist.
+    const PAIR_BYTES: usize = 160;
+    let count = text.text.bytes().filter(|&byte| byte == b'&').count() + 1;
+    let needed = count.saturating_mul(PAIR_BYTES).saturating_add(text.text.len().saturating_mul(2));
+    let Some(run) = state::of(scope) else { return };
+    if !run.bounds.budget.reserve_host(needed) {
+        return throw(scope, "URLSearchParams: the run's memory cannot hold this many pairs", true);
+    }
+    let _reserved = Reserved { run: run.clone(), len: needed };
+    let mut pairs = Vec::with_capacity(count.min(1 << 16));
     for (name, value) in form_urlencoded::parse(text.text.as_bytes()) {
         let (Some(name), Some(value)) =
             (v8::String::new(scope, &name), v8::String::new(scope, &value))

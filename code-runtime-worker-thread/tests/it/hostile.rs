@@ -124,6 +124,48 @@ fn a_thousand_concurrent_fan_outs() {
     assert!(isolates < 50, "{isolates} isolate threads still alive");
 }
 
+/// A timer keeps its arguments' handles outside V8's heap until it fires: they are charged to
+/// the run's memory as they are made, so a program cannot grow the host with waiting timers.
+#[test]
+fn waiting_timers_are_charged_to_the_run() {
+    let program = "
+        const big = Array(60000).fill(0);
+        let refused = 0;
+        for (let i = 0; i < 2000; i++) {
+            try { setTimeout(() => {}, 1e9, ...big); }
+            catch (e) { if (!(e instanceof RangeError)) throw e; refused++; }
+        }
+        return refused";
+    let before = rss_mib();
+    let limits = Limits { max_memory_mb: 64, ..Limits::default() };
+    let result = run_on(&runtime(limits), CodeRunRequest::new(program));
+    let refused = result
+        .value()
+        .and_then(JsonValue::as_u64)
+        .unwrap_or_else(|| panic!("{:?}", result.to_json()));
+    assert!(refused > 1900, "{refused} refused");
+    let grown = rss_mib().saturating_sub(before);
+    assert!(grown < 400, "the host grew by {grown} MiB");
+}
+
+/// `new URLSearchParams(text)` builds every pair inside one native call, where V8's heap limit
+/// cannot stop it: two million pairs are refused as a `RangeError` up front, and the host lives.
+#[test]
+fn a_huge_query_string_is_refused_not_a_fatal_out_of_memory() {
+    let program = "
+        try { new URLSearchParams('a=1&'.repeat(2 << 20)); return 'built'; }
+        catch (e) { return e instanceof RangeError ? 'refused' : String(e); }";
+    let limits = Limits { max_memory_mb: 64, ..Limits::default() };
+    let result = run_on(&runtime(limits), CodeRunRequest::new(program));
+    assert_eq!(result.value(), Some(&json!("refused")), "{:?}", result.to_json());
+    // A query string of a usual size parses as before.
+    let small = "return [...new URLSearchParams('a=1&b=2&a=3').getAll('a')]";
+    assert_eq!(
+        run_on(&runtime(limits), CodeRunRequest::new(small)).value(),
+        Some(&json!(["1", "3"]))
+    );
+}
+
 /// swc's transforms take time that grows faster than the program: a long program that needs
 /// compiling is refused with a clear error, and one under the bound that still takes long
 /// stripping ends at the run's wall clock (starting a run is under it), in both isolations.
