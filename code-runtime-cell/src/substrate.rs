@@ -57,6 +57,9 @@ pub struct CellRun {
     /// What the whole cell may hold beyond the run's memory budget: the engine's own memory,
     /// outside what the budget inside the cell sees.
     pub overhead_bytes: u64,
+    /// CPU time the host spent on the run before the cell took it (stripping its program's
+    /// types, say), which the run's compute budget pays too.
+    pub prepaid: Duration,
     /// The frames the cell gets first (the run's setup).
     pub first: Vec<Vec<u8>>,
 }
@@ -87,6 +90,8 @@ pub struct CellSubstrate<P: Protocol> {
     overhead_bytes: u64,
     /// What the cell used before the run (its engine's start) is not the program's.
     cpu_before: Duration,
+    /// What the host used for the run before the cell took it is ([`CellRun::prepaid`]).
+    prepaid: Duration,
     /// Whether the channel ended in the middle of a frame.
     truncated: bool,
     /// Whether the cell sent the program's ending (nothing is left to read).
@@ -118,6 +123,7 @@ impl Launched {
             limits: run.limits,
             overhead_bytes: run.overhead_bytes,
             cpu_before,
+            prepaid: run.prepaid,
             truncated: false,
             ended: false,
         }
@@ -162,7 +168,7 @@ impl<P: Protocol> Substrate for CellSubstrate<P> {
     }
 
     fn compute_used(&self) -> Duration {
-        self.process.cpu_used().saturating_sub(self.cpu_before)
+        self.process.cpu_used().saturating_sub(self.cpu_before).saturating_add(self.prepaid)
     }
 
     fn stop(&mut self) {

@@ -90,6 +90,8 @@ pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -
         table: start.table,
         // The interpreter's own memory is the program's: the whole cell is held to the budget.
         overhead_bytes: 0,
+        // Nothing of a Python run happens in the host before its cell takes it.
+        prepaid: Duration::ZERO,
         first: vec![line(&boot)],
     };
     launched.run(protocol, run)

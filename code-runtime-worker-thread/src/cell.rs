@@ -97,7 +97,6 @@ fn serve() -> libc::c_int {
     // a socket; nothing else in this process uses or closes it.
     let channel = Arc::new(unsafe { UnixStream::from_raw_fd(CHANNEL_FD) });
     std::panic::set_hook(Box::new(|info| last_words(&format!("panic: {info}"))));
-    v8::V8::set_fatal_error_handler(fatal_error);
     platform::initialize();
     let code = Arc::new(AtomicI32::new(EXIT_DONE));
     let thread = platform::spawn_isolate_thread("code-runtime-v8".to_owned(), {
@@ -118,6 +117,9 @@ fn serve() -> libc::c_int {
 /// The isolate thread of the cell: makes the isolate as soon as the host says how (at once, when
 /// the cell starts), then waits for the run's program, runs it and reports its ending.
 fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
+    // V8 is initialised (this thread's launcher did it first) with the host process's handler,
+    // which would end just a run: in a cell, V8's fatal errors end the cell, reported to the host.
+    v8::V8::set_fatal_error_handler(fatal_error);
     let reader = FrameReader::new(channel.clone());
     let Some(wire::ToCell::Prepare(shape)) = next(&reader) else { return EXIT_MISUSE };
     let prepared =

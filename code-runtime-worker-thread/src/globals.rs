@@ -58,6 +58,7 @@ pub(crate) fn install<'s>(
             replay: LocalReplay::new(program.replay.clone()),
             ..RunState::default()
         }),
+        clone_oracle: RefCell::new(None),
     };
     let mut classes: Vec<v8::Local<'s, v8::Value>> = Vec::new();
     let mut objects: Vec<v8::Local<'s, v8::Value>> = Vec::new();

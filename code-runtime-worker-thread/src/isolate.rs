@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
@@ -12,13 +12,13 @@ use code_runtime::{BindingError, JsonValue};
 
 use crate::convert::{self, Refused};
 use crate::globals;
-use crate::memory::{self, HeapGuard, MemoryBudget};
+use crate::memory::{self, HeapGuard, MemoryBudget, Unwinding};
 use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::meter::{Halt, Meter};
 use crate::program::{Program, Shape};
 use crate::state::{Bounds, Pending, Run};
 use crate::termination::{Cause, Termination};
-use crate::{platform, render};
+use crate::{abandonment, platform, render, state};
 
 /// How often an idle isolate thread looks for foreground tasks of V8's own.
 const PLATFORM_POLL: Duration = Duration::from_millis(10);
@@ -30,8 +30,9 @@ pub(crate) struct Setup {
     pub(crate) termination: Arc<Termination>,
     /// Set to the thread's CPU clock before the isolate is made.
     pub(crate) cpu_clock: Arc<OnceLock<CpuClock>>,
-    /// What V8 calls instead of aborting when it runs out of memory past every limit (a cell
-    /// reports it to its host; in the host's process nothing can be done).
+    /// What V8 calls instead of aborting when it runs out of memory past every limit: a cell's
+    /// handler (which reports it to the host before the cell ends); `None` in the host's
+    /// process, where the run ends instead (`abandonment.rs`).
     pub(crate) out_of_memory: Option<v8::OomErrorCallback>,
 }
 
@@ -84,9 +85,7 @@ pub(crate) fn prepare(setup: Setup) -> Prepared {
     // Without a listener, V8 prints an exception nobody catches (one thrown by a
     // `FinalizationRegistry` callback, say) to the process's stdout: the host's.
     isolate.add_message_listener(globals::uncaught);
-    if let Some(handler) = setup.out_of_memory {
-        isolate.set_oom_error_handler(handler);
-    }
+    isolate.set_oom_error_handler(setup.out_of_memory.unwrap_or(abandonment::out_of_memory));
     if !setup.shape.allow_wasm {
         isolate.set_allow_wasm_code_generation_callback(deny_wasm);
     }
@@ -96,6 +95,10 @@ pub(crate) fn prepare(setup: Setup) -> Prepared {
         budget: setup.budget.clone(),
         refusals: Default::default(),
         unwinds: Default::default(),
+        unwinding: match setup.out_of_memory {
+            Some(_) => Unwinding::Extend,
+            None => Unwinding::Borrow(Mutex::default()),
+        },
     });
     let guard_data = &*guard as *const HeapGuard as *mut c_void;
     isolate.add_near_heap_limit_callback(memory::near_heap_limit, guard_data);
@@ -121,7 +124,18 @@ impl Prepared {
                 v8::scope!(let scope, &mut self.isolate);
                 let context = v8::Local::new(scope, context);
                 let scope = &mut v8::ContextScope::new(scope, context);
-                execute(scope, &self.setup, &program, &host, &inbox)
+                let setup = &self.setup;
+                let max_memory_mb = setup.shape.max_memory_mb;
+                let watch =
+                    abandonment::watch(&host, &setup.termination, &self.guard, max_memory_mb);
+                let outcome = execute(scope, setup, &program, &host, &inbox);
+                drop(watch);
+                // A terminated `structuredClone` leaves its serializer behind: it goes while the
+                // isolate is entered, not among the slots V8's teardown drops.
+                if let Some(run) = state::of(scope) {
+                    run.clone_oracle.take();
+                }
+                outcome
             }
             None => Outcome::Ended(Ending::Failed(
                 "the program's environment could not be set up".to_owned(),

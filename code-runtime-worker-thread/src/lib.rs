@@ -68,6 +68,7 @@
 //!   hold while it is walked.
 #![warn(missing_docs)]
 
+mod abandonment;
 mod builtins;
 mod cell;
 mod config;
@@ -97,6 +98,7 @@ mod web;
 mod wire;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use code_runtime::provider::{Either, Ending, Host, Hosted, Provider, RunGate, Spare, Start};
 use code_runtime::{CodeRuntime, ConfigError, Language};
@@ -212,6 +214,7 @@ impl WorkerThread {
         &self,
         shape: program::Shape,
         program: program::Program,
+        stripped: Duration,
     ) -> Result<substrate::IsolateSubstrate, Ending> {
         // Only a run under the provider's own limits takes one (its heap limit is set).
         let fits = shape == substrate::shape(&self.config, &self.config.limits);
@@ -219,7 +222,7 @@ impl WorkerThread {
             Some(ready) => ready,
             None => substrate::ready(shape)?,
         };
-        Ok(ready.start(program))
+        Ok(ready.start(program, stripped))
     }
 }
 
@@ -252,12 +255,14 @@ impl Provider for WorkerThread {
     async fn start(&self, start: Start) -> Result<Self::Substrate, Ending> {
         let run = (start.limits, start.memory.clone(), start.table.clone());
         let shape = substrate::shape(&self.config, &start.limits);
-        let program = substrate::program_off_reactor(start, self.config.legacy_decorators).await?;
+        let (program, stripped) =
+            substrate::program_off_reactor(start, self.config.legacy_decorators).await?;
         match &self.cells {
-            None => self.thread(shape, program).await.map(Either::Left),
-            Some(cells) => {
-                cells.start(shape, program, run).await.map(|cell| Either::Right(Box::new(cell)))
-            }
+            None => self.thread(shape, program, stripped).await.map(Either::Left),
+            Some(cells) => cells
+                .start(shape, program, stripped, run)
+                .await
+                .map(|cell| Either::Right(Box::new(cell))),
         }
     }
 

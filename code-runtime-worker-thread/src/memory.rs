@@ -3,8 +3,8 @@
 //! [`allocator`]), and the near-heap-limit callback.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use crate::termination::{Cause, Termination};
 
@@ -158,16 +158,83 @@ pub(crate) struct HeapGuard {
     pub(crate) refusals: AtomicU32,
     /// Extensions granted to unwind a terminated program, so far.
     pub(crate) unwinds: AtomicU32,
+    /// How a terminated program gets room to unwind.
+    pub(crate) unwinding: Unwinding,
+}
+
+impl HeapGuard {
+    /// Returns the loan this isolate borrowed, if any, before the isolate is gone (see
+    /// `abandonment.rs`).
+    pub(crate) fn give_back_loan(&self) {
+        if let Unwinding::Borrow(loan) = &self.unwinding {
+            loan.lock().unwrap_or_else(PoisonError::into_inner).take();
+        }
+    }
+}
+
+/// How the near-heap-limit callback lets a terminated program unwind.
+pub(crate) enum Unwinding {
+    /// Half the limit again, once: in a cell, whose process V8's fatal error may end (its host
+    /// hears why), and whose address space is bounded anyway.
+    Extend,
+    /// A [`Loan`] from the process's one [`LENDER`], held until the isolate is gone: in the
+    /// host's process, which V8's fatal error would end with every other run in it.
+    Borrow(Mutex<Option<Loan>>),
 }
 
 /// Refused backing stores that stay a `RangeError` the program can catch; a program that keeps
 /// asking ends as out of memory.
 const MAX_REFUSALS: u32 = 4;
 /// Extensions of the heap limit granted to unwind a terminated program: one. A program whose
-/// single allocation outgrows even that (one string of hundreds of megabytes) meets V8's fatal
-/// out-of-memory error, which only `process` isolation survives; granting more each time would
-/// let the heap grow without bound.
+/// builtin under way outgrows even that meets V8's fatal out-of-memory error (see [`LOAN_BYTES`]);
+/// granting more each time would let the heap grow without bound.
 const MAX_UNWINDS: u32 = 1;
+
+/// Room past its limit lent to a terminated program in the host's process.
+///
+/// Termination stops a program at its next interrupt check, but a builtin under way
+/// (`Array.prototype.fill`, `String.prototype.split`, `"x".repeat`, an array spread) first makes
+/// the one allocation it is in, whatever the limit, and an allocation V8 cannot make is a fatal
+/// error that ends the process. V8's largest single object is a gibibyte (a `FixedArray` of 2^27
+/// elements, a two-byte string of 2^29 characters); the loan holds one and the copy a growing
+/// array makes of itself. It is only a limit: what the builtin does not allocate is never taken.
+const LOAN_BYTES: usize = 2 << 30;
+
+/// The one lender of a process: one [`Loan`] out at a time, so however many programs run out of
+/// memory together, the host holds at most their budgets and one loan. A terminated program
+/// waits for it inside V8's callback; whoever holds it is itself terminated and gives it back
+/// when its isolate is gone, milliseconds later.
+static LENDER: Lender = Lender { lent: Mutex::new(false), returned: Condvar::new() };
+
+/// See [`LENDER`].
+struct Lender {
+    lent: Mutex<bool>,
+    returned: Condvar,
+}
+
+impl Lender {
+    /// The loan, once no other isolate holds it.
+    fn borrow(&'static self) -> Loan {
+        let mut lent = self.lent.lock().unwrap_or_else(PoisonError::into_inner);
+        while *lent {
+            lent = self.returned.wait(lent).unwrap_or_else(PoisonError::into_inner);
+        }
+        *lent = true;
+        Loan { lender: self }
+    }
+}
+
+/// [`LOAN_BYTES`] past one terminated isolate's limit, given back when dropped.
+pub(crate) struct Loan {
+    lender: &'static Lender,
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        *self.lender.lent.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        self.lender.returned.notify_one();
+    }
+}
 
 /// V8 is about to run out of heap.
 ///
@@ -175,8 +242,8 @@ const MAX_UNWINDS: u32 = 1;
 /// cannot hold): it collects all garbage before giving up, and that calls the callback. Then the
 /// program gets its catchable `RangeError`: the callback grants a little room (so a flag that is
 /// stale by the time the heap itself fills costs one small extension, never a fatal error) and
-/// does not terminate. Otherwise it records why, terminates, and grants room to unwind, a bounded
-/// number of times.
+/// does not terminate. Otherwise it records why, terminates, and grants room to unwind
+/// ([`Unwinding`]), once.
 ///
 /// # Safety
 ///
@@ -195,10 +262,15 @@ pub(crate) unsafe extern "C" fn near_heap_limit(
     }
     guard.termination.claim(Cause::OutOfMemory);
     guard.handle.terminate_execution();
-    // Room to unwind the terminated script, once; the run ends right after.
-    if guard.unwinds.fetch_add(1, Ordering::AcqRel) < MAX_UNWINDS {
-        current.saturating_add(current / 2)
-    } else {
-        current
+    if guard.unwinds.fetch_add(1, Ordering::AcqRel) >= MAX_UNWINDS {
+        return current;
+    }
+    match &guard.unwinding {
+        Unwinding::Extend => current.saturating_add(current / 2),
+        Unwinding::Borrow(loan) => {
+            let borrowed = LENDER.borrow();
+            *loan.lock().unwrap_or_else(PoisonError::into_inner) = Some(borrowed);
+            current.saturating_add(LOAN_BYTES)
+        }
     }
 }

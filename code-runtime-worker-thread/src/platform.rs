@@ -24,10 +24,20 @@ static WORKER_THREADS: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
 /// compilation, for one, finishes through them).
 static PLATFORM: OnceLock<v8::SharedRef<v8::Platform>> = OnceLock::new();
 
-/// Runs the foreground tasks V8's worker threads posted for `isolate`.
+/// Foreground tasks run per turn of a run's event loop, at most: a task may post another as it
+/// ends (V8's sweeper does, slice by slice; one never finished after a run past its memory), and
+/// the loop must get back to the host's messages and the program's ending.
+const TASKS_PER_PUMP: usize = 64;
+
+/// Runs the foreground tasks V8's worker threads posted for `isolate`, a bounded number of them
+/// ([`TASKS_PER_PUMP`]; the rest wait for the next turn).
 pub(crate) fn pump(isolate: &mut v8::Isolate) {
     if let Some(platform) = PLATFORM.get() {
-        while v8::Platform::pump_message_loop(platform, isolate, false) {}
+        for _ in 0..TASKS_PER_PUMP {
+            if !v8::Platform::pump_message_loop(platform, isolate, false) {
+                break;
+            }
+        }
     }
 }
 
@@ -84,6 +94,11 @@ fn launcher(incoming: Receiver<Request>) {
     let threads = *WORKER_THREADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let platform = v8::new_default_platform(threads, false).make_shared();
     let _ = PLATFORM.set(platform.clone());
+    // Before V8 starts: a fatal error can come with the first isolate. A cell puts its own
+    // fatal-error handler in this one's place before it makes its isolate (`cell.rs`); the trap
+    // handler finds no run to end there and lets the crash through.
+    v8::V8::set_fatal_error_handler(crate::abandonment::fatal_error);
+    crate::abandonment::install_trap();
     v8::V8::initialize_platform(platform);
     v8::V8::initialize();
     for (name, job, reply) in incoming {

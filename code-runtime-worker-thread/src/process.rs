@@ -114,11 +114,13 @@ impl Cells {
     }
 
     /// The substrate of a run of `program` under `limits`: the spare cell when it fits (its
-    /// isolate is made already), else a new one.
+    /// isolate is made already), else a new one. The program's strip took `stripped` of the
+    /// host's CPU time, which the run's compute budget pays.
     pub(crate) async fn start(
         &self,
         shape: Shape,
         program: Program,
+        stripped: Duration,
         run: (Limits, HostMemory, Arc<BindingTable>),
     ) -> Result<CellSubstrate<V8Protocol>, Ending> {
         let (limits, memory, table) = run;
@@ -134,6 +136,7 @@ impl Cells {
             memory,
             table,
             overhead_bytes: CELL_OVERHEAD_BYTES,
+            prepaid: stripped,
             first: vec![wire::setup(&program)],
         };
         Ok(launched.run(V8Protocol { stderr, fatal: None }, run))

@@ -75,6 +75,23 @@ pub(crate) struct Run {
     /// Where a compiled program's positions came from (see `transform.rs`).
     pub(crate) positions: Positions,
     pub(crate) state: RefCell<RunState>,
+    /// The serializer of the `structuredClone` under way, if any (see `web.rs`).
+    pub(crate) clone_oracle: RefCell<Option<CloneOracle>>,
+}
+
+/// The serializer one `structuredClone` asks about ordinary objects (`web.rs`'s `kind`): one for
+/// the whole copy (a serializer per object cost more than the copy), charged to the run's memory
+/// as it grows.
+pub(crate) struct CloneOracle {
+    pub(crate) serializer: v8::ValueSerializer<'static>,
+    pub(crate) charged: usize,
+    pub(crate) budget: Arc<MemoryBudget>,
+}
+
+impl Drop for CloneOracle {
+    fn drop(&mut self) {
+        self.budget.release_host(self.charged);
+    }
 }
 
 /// What bounds a run's host-side copies and walks.

@@ -33,6 +33,8 @@ pub(crate) struct IsolateSubstrate {
     inbox: std_mpsc::Sender<ToIsolate>,
     termination: Arc<Termination>,
     cpu_clock: Arc<OnceLock<CpuClock>>,
+    /// The CPU time the host spent stripping the program, the run's.
+    stripped: Duration,
     thread: Option<JoinHandle<()>>,
     /// Whether the isolate sent its ending (its last event).
     ended: bool,
@@ -95,22 +97,31 @@ pub(crate) fn program(start: Start, legacy_decorators: bool) -> Result<Program, 
 /// microseconds, less than the hop would cost.
 const STRIP_INLINE_BYTES: usize = 16 << 10;
 
-/// [`program`], off the reactor for a long program ([`STRIP_INLINE_BYTES`]). Dropping the
-/// future (the run's wall clock ran out) leaves a strip under way to finish on its thread; the
-/// program's length bounds it ([`strip::MAX_COMPILED_BYTES`]).
+/// [`program`], off the reactor for a long program ([`STRIP_INLINE_BYTES`]), with the CPU time
+/// the strip took: the run's compute budget pays it (`compute_used`). Dropping the future (the
+/// run's wall clock ran out) leaves a strip under way to finish on its thread; the program's
+/// length bounds it ([`strip::MAX_COMPILED_BYTES`]).
 pub(crate) async fn program_off_reactor(
     start: Start,
     legacy_decorators: bool,
-) -> Result<Program, Ending> {
-    if start.program.len() <= STRIP_INLINE_BYTES {
-        return program(start, legacy_decorators);
+) -> Result<(Program, Duration), Ending> {
+    let inline = start.program.len() <= STRIP_INLINE_BYTES;
+    let measured = move || {
+        let clock = CpuClock::current_thread();
+        let before = clock.map(CpuClock::used);
+        let program = program(start, legacy_decorators)?;
+        let used = clock.zip(before).map(|(clock, before)| clock.used().saturating_sub(before));
+        Ok((program, used.unwrap_or_default()))
+    };
+    if inline {
+        return measured();
     }
     match reactor::handle() {
         Ok(reactor) => reactor
-            .spawn_blocking(move || program(start, legacy_decorators))
+            .spawn_blocking(measured)
             .await
             .unwrap_or_else(|_| Err(Ending::Failed("the type stripper failed".to_owned()))),
-        Err(_) => program(start, legacy_decorators),
+        Err(_) => measured(),
     }
 }
 
@@ -178,8 +189,9 @@ async fn joined(thread: JoinHandle<()>) {
 }
 
 impl Ready {
-    /// Hands `program` to the thread: the run's substrate.
-    pub(crate) fn start(mut self, program: Program) -> IsolateSubstrate {
+    /// Hands `program` (whose strip took `stripped` of CPU time) to the thread: the run's
+    /// substrate.
+    pub(crate) fn start(mut self, program: Program, stripped: Duration) -> IsolateSubstrate {
         let (host, events) = unbounded_channel();
         let (inbox, inbox_rx) = std_mpsc::channel();
         // A thread that is gone (it panicked) closes `events`: the run ends as a failure.
@@ -189,6 +201,7 @@ impl Ready {
             inbox,
             termination: self.termination.clone(),
             cpu_clock: self.cpu_clock.clone(),
+            stripped,
             thread: self.thread.take(),
             ended: false,
         }
@@ -246,7 +259,8 @@ impl Substrate for IsolateSubstrate {
     }
 
     fn compute_used(&self) -> Duration {
-        self.cpu_clock.get().map_or(Duration::ZERO, |clock| clock.used())
+        let isolate = self.cpu_clock.get().map_or(Duration::ZERO, |clock| clock.used());
+        self.stripped.saturating_add(isolate)
     }
 
     fn stop(&mut self) {
@@ -260,6 +274,10 @@ impl Substrate for IsolateSubstrate {
             // The isolate sent its ending, its last event: the result need not wait while the
             // thread disposes of the isolate (a few hundred microseconds), only the run's slot.
             let cleanup: BoxFuture<'static, ()> = Box::pin(async move {
+                // An abandoned thread (marked before its ending was sent) never ends.
+                if self.termination.is_abandoned() {
+                    return;
+                }
                 while self.events.recv().await.is_some() {}
                 // The thread dropped its end of the channel as its last act.
                 if let Some(thread) = self.thread.take() {
@@ -279,9 +297,16 @@ impl Substrate for IsolateSubstrate {
                 let next = reactor::enter(|| tokio::time::timeout(RETERMINATE, events.recv()));
                 match next.await {
                     Ok(Some(Event::Log(line))) => logs.push(line),
+                    // An abandoned thread sends its ending and never ends (`abandonment.rs`).
+                    Ok(Some(Event::Ended(_))) if self.termination.is_abandoned() => {
+                        return Teardown::new(ending, logs);
+                    }
                     Ok(Some(_)) => {}
                     Ok(None) => break,
                     // Still running after a stop: terminate again (see `Termination::stop`).
+                    Err(_) if self.termination.is_abandoned() => {
+                        return Teardown::new(ending, logs);
+                    }
                     Err(_) if self.termination.cause().is_some() => {
                         self.termination.stop(Cause::Host);
                     }

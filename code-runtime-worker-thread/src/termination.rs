@@ -2,7 +2,7 @@
 //! (the host, or V8's near-heap-limit callback), recorded before `terminate_execution` so the
 //! reason is never parsed back from an error string.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Who stopped the isolate. The first one to ask wins; later ones are ignored.
@@ -12,6 +12,8 @@ pub(crate) struct Termination {
     /// The isolate's handle once it exists, so a stop can never fall between "no isolate yet"
     /// and "isolate running".
     handle: Mutex<Option<v8::IsolateHandle>>,
+    /// Set when a fatal error of V8 parked the isolate's thread for good (`abandonment.rs`).
+    abandoned: AtomicBool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +57,15 @@ impl Termination {
             handle.terminate_execution();
         }
         *slot = Some(handle);
+    }
+
+    /// Marks the isolate's thread as parked for good: nobody waits for it or joins it.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
     }
 
     pub(crate) fn cause(&self) -> Option<Cause> {

@@ -57,7 +57,7 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
         v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
     let function = script(scope, source, &origin)?.run(scope)?;
     let natives = v8::Object::new(scope);
-    let callbacks: [(&str, v8::Local<'s, v8::Function>); 16] = [
+    let callbacks: [(&str, v8::Local<'s, v8::Function>); 17] = [
         ("urlParse", v8::Function::new(scope, url_parse)?),
         ("urlSet", v8::Function::new(scope, url_set)?),
         ("formParse", v8::Function::new(scope, form_parse)?),
@@ -68,7 +68,8 @@ fn compiled<'s>(scope: &mut v8::PinScope<'s, '_>) -> Option<v8::Local<'s, v8::Ar
         ("decode", v8::Function::new(scope, decode)?),
         ("complete", v8::Function::new(scope, complete)?),
         ("enqueue", v8::Function::new(scope, enqueue)?),
-        ("clone", v8::Function::new(scope, clone)?),
+        ("kind", v8::Function::new(scope, kind)?),
+        ("cloneDone", v8::Function::new(scope, clone_done)?),
         ("encoding", v8::Function::new(scope, encoding::encoding)?),
         ("decodeAs", v8::Function::new(scope, encoding::decode_as)?),
         ("digest", v8::Function::new(scope, crypto::digest)?),
@@ -262,12 +263,14 @@ fn enqueue(
 }
 
 /// What the serializer throws a value it cannot clone with: a `DOMException` named
-/// `DataCloneError` (its class, `web.js`'s, is the second argument of `clone`).
-struct CloneErrors {
+/// `DataCloneError` (its class, `web.js`'s, is the second argument of `kind`). It also answers
+/// that every ordinary object is a host object, which V8 then leaves to it: so that writing one
+/// only tells whether V8 would clone it as an ordinary object, reading none of its properties.
+struct Shallow {
     class: v8::Global<v8::Function>,
 }
 
-impl v8::ValueSerializerImpl for CloneErrors {
+impl v8::ValueSerializerImpl for Shallow {
     fn throw_data_clone_error<'s>(
         &self,
         scope: &mut v8::PinScope<'s, '_>,
@@ -280,49 +283,147 @@ impl v8::ValueSerializerImpl for CloneErrors {
             scope.throw_exception(error.into());
         }
     }
+
+    fn has_custom_host_object(&self, _isolate: &v8::Isolate) -> bool {
+        true
+    }
+
+    /// A shared buffer is refused as every other value is (V8's default throws a plain `Error`).
+    fn get_shared_array_buffer_id<'s>(
+        &self,
+        scope: &mut v8::PinScope<'s, '_>,
+        _buffer: v8::Local<'s, v8::SharedArrayBuffer>,
+    ) -> Option<u32> {
+        if let Some(message) = v8::String::new(scope, "#<SharedArrayBuffer> could not be cloned.") {
+            self.throw_data_clone_error(scope, message);
+        }
+        None
+    }
+
+    fn is_host_object<'s>(
+        &self,
+        _scope: &mut v8::PinScope<'s, '_>,
+        _object: v8::Local<'s, v8::Object>,
+    ) -> Option<bool> {
+        Some(true)
+    }
+
+    fn write_host_object<'s>(
+        &self,
+        _scope: &mut v8::PinScope<'s, '_>,
+        _object: v8::Local<'s, v8::Object>,
+        _serializer: &dyn v8::ValueSerializerHelper,
+    ) -> Option<bool> {
+        Some(true)
+    }
 }
 
-struct Deserializing;
+/// What `structuredClone` (`web.js`) makes of an object, by the rule of V8's own serializer;
+/// the numbers are `web.js`'s `CLONE_*`.
+#[derive(Clone, Copy)]
+enum Clonable {
+    Ordinary = 0,
+    Array = 1,
+    Date = 2,
+    RegExp = 3,
+    Map = 4,
+    Set = 5,
+    ArrayBuffer = 6,
+    TypedArray = 7,
+    DataView = 8,
+    Error = 9,
+    Wrapper = 10,
+}
 
-impl v8::ValueDeserializerImpl for Deserializing {}
-
-/// `clone(value, DOMException)`: `structuredClone`, by V8's own serializer (cycles, `Date`,
-/// `RegExp`, `Map`, `Set`, `BigInt`, typed arrays, errors; functions and symbols refused as
-/// `DataCloneError`). The serialized copy is charged to the run's memory while it exists.
-fn clone(
+/// `kind(value, DOMException)`: how `structuredClone` copies `value` (a [`Clonable`]), or the
+/// `DataCloneError` V8's serializer throws for it (a function, a symbol, a proxy, a promise, a
+/// weak collection, an iterator, a detached buffer...).
+///
+/// `structuredClone` makes its copy in JavaScript, in the run's heap: V8's serializer writes a
+/// string out once per reference to it, in a buffer outside every limit of the run (4 000
+/// references to one 1 MiB string were 4 GiB of the host's memory), and nothing can bound that
+/// buffer as it grows. What clones and how stays V8's rule: an object none of V8's type checks
+/// names is written by the clone's [`CloneOracle`], which reads none of its properties.
+fn kind(
     scope: &mut v8::PinScope<'_, '_>,
     args: v8::FunctionCallbackArguments<'_>,
     mut rv: v8::ReturnValue<'_, v8::Value>,
 ) {
-    use v8::{ValueDeserializerHelper as _, ValueSerializerHelper as _};
-    let Ok(class) = v8::Local::<v8::Function>::try_from(args.get(1)) else {
-        return throw(scope, "clone: no DOMException class", false);
-    };
     let value = args.get(0);
-    let context = scope.get_current_context();
-    let errors = CloneErrors { class: v8::Global::new(scope, class) };
-    let serializer = v8::ValueSerializer::new(scope, Box::new(errors));
-    serializer.write_header();
-    // V8's serializer checks its stack as it recurses: a deep value is a `RangeError`, thrown.
-    if serializer.write_value(context, value) != Some(true) {
-        return;
+    if let Some(known) = named_kind(value) {
+        return rv.set_int32(known as i32);
     }
-    let bytes = serializer.release();
+    let Ok(class) = v8::Local::<v8::Function>::try_from(args.get(1)) else {
+        return throw(scope, "kind: no DOMException class", false);
+    };
     let Some(run) = state::of(scope) else { return };
-    if !run.bounds.budget.reserve_host(bytes.len()) {
+    if !run.bounds.budget.reserve_host(ORACLE_BYTES) {
         return throw(scope, "structuredClone: the copy does not fit in the run's memory", true);
     }
-    let deserializer = v8::ValueDeserializer::new(scope, Box::new(Deserializing), &bytes);
-    let copy = match deserializer.read_header(context) {
-        Some(true) => deserializer.read_value(context),
-        _ => None,
-    };
-    drop(deserializer);
-    run.bounds.budget.release_host(bytes.len());
-    if let Some(copy) = copy {
-        rv.set(copy);
+    // Out of the run while it writes: a refusal runs `DOMException`'s constructor.
+    let taken = run.clone_oracle.borrow_mut().take();
+    let mut oracle = taken.unwrap_or_else(|| state::CloneOracle {
+        serializer: v8::ValueSerializer::new(
+            scope,
+            Box::new(Shallow { class: v8::Global::new(scope, class) }),
+        ),
+        charged: 0,
+        budget: run.bounds.budget.clone(),
+    });
+    oracle.charged += ORACLE_BYTES;
+    let context = scope.get_current_context();
+    // Anything else is ordinary or refused; refused, the serializer threw its `DataCloneError`
+    // and is dropped (it would answer for that object from its memory next time).
+    if v8::ValueSerializerHelper::write_value(&oracle.serializer, context, value) == Some(true) {
+        rv.set_int32(Clonable::Ordinary as i32);
+        *run.clone_oracle.borrow_mut() = Some(oracle);
     }
 }
+
+/// What V8's type checks say `value` clones as; `None` for what only its serializer can tell
+/// (an ordinary object, or one it refuses).
+fn named_kind(value: v8::Local<'_, v8::Value>) -> Option<Clonable> {
+    let detached =
+        v8::Local::<v8::ArrayBuffer>::try_from(value).is_ok_and(|buffer| buffer.was_detached());
+    if !value.is_object() || value.is_proxy() || value.is_function() || detached {
+        return None;
+    }
+    let kinds = [
+        (value.is_array(), Clonable::Array),
+        (value.is_date(), Clonable::Date),
+        (value.is_reg_exp(), Clonable::RegExp),
+        (value.is_map(), Clonable::Map),
+        (value.is_set(), Clonable::Set),
+        (value.is_array_buffer(), Clonable::ArrayBuffer),
+        (value.is_typed_array(), Clonable::TypedArray),
+        (value.is_data_view(), Clonable::DataView),
+        (value.is_native_error(), Clonable::Error),
+        (
+            value.is_boolean_object()
+                || value.is_number_object()
+                || value.is_string_object()
+                || value.is_big_int_object(),
+            Clonable::Wrapper,
+        ),
+    ];
+    kinds.into_iter().find_map(|(is, kind)| is.then_some(kind))
+}
+
+/// `cloneDone()`: a `structuredClone` ended; its [`CloneOracle`] goes.
+fn clone_done(
+    scope: &mut v8::PinScope<'_, '_>,
+    _args: v8::FunctionCallbackArguments<'_>,
+    _rv: v8::ReturnValue<'_, v8::Value>,
+) {
+    if let Some(run) = state::of(scope) {
+        let oracle = run.clone_oracle.borrow_mut().take();
+        drop(oracle);
+    }
+}
+
+/// What V8's serializer keeps per object it was asked about (an identity-map entry, a tag
+/// byte), with room: charged to the run's memory while the clone lasts.
+const ORACLE_BYTES: usize = 64;
 
 /// Bytes reserved of the run's memory while a native builds what it returns.
 struct Reserved {

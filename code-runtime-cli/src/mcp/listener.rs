@@ -181,7 +181,16 @@ impl axum::serve::Listener for Listener {
                     }
                 }
                 // A connection that went away before it was taken (reset, aborted): the next.
-                Err(_) => tokio::task::yield_now().await,
+                Err(error)
+                    if matches!(
+                        error.raw_os_error(),
+                        Some(libc::ECONNABORTED | libc::ECONNRESET | libc::EPROTO | libc::EPERM)
+                    ) =>
+                {
+                    tokio::task::yield_now().await;
+                }
+                // The kernel short of memory or buffers, say: it lasts, and must not spin.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
     }

@@ -143,13 +143,47 @@ fn a_program_nested_half_a_million_deep_is_refused_without_the_host_growing() {
     }
 }
 
+/// `structuredClone` of 4 000 references to one 1 MiB string under a 64 MB budget: V8's
+/// serializer wrote the string out per reference (the host peaked at 4.1 GB); the copy is now made
+/// in the run's heap, where a reference stays one. In both isolations the command stays small.
+#[test]
+fn structured_clone_of_shared_strings_does_not_grow_the_host() {
+    let scratch = Scratch::new("clone-shared");
+    let path = scratch.write(
+        "clone.ts",
+        "const big = 'x'.repeat(1 << 20); return structuredClone(new Array(4000).fill(big)).length",
+    );
+    for isolation in ["process", "thread"] {
+        let (output, peak_mib) =
+            run_measured(&["run", &path, "--isolation", isolation, "--memory-mb", "64"]);
+        assert_eq!(output.status.code(), Some(0), "{isolation}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), r#"{"logs":[],"value":4000}"#, "{isolation}");
+        assert!(peak_mib < 300, "{isolation}: the command peaked at {peak_mib} MiB");
+    }
+}
+
+/// In `thread` isolation, a program past a 64 MB budget inside one builtin (V8 would meet it
+/// with a fatal out-of-memory error), or past one of V8's internal size limits (a fatal error with
+/// no handler), ends as `worker-exit`; the command answers, it does not crash.
+#[test]
+fn v8s_fatal_errors_end_the_run_in_thread_isolation() {
+    let scratch = Scratch::new("v8-fatal");
+    for (name, program, words) in [
+        ("split", "return 'a'.repeat(1e8).split('').length", "out of memory"),
+        ("size", "return 'x'.repeat(2 ** 28).split('').length", "V8 fatal error"),
+    ] {
+        let path = scratch.write(&format!("{name}.ts"), program);
+        let output = run(&["run", &path, "--isolation", "thread", "--memory-mb", "64"]);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        let text = stdout(&output);
+        assert!(text.contains(r#""kind":"worker-exit""#) && text.contains(words), "{name}: {text}");
+    }
+}
+
 #[test]
 fn the_record_file_streams_and_stops_at_its_bound() {
     let scratch = Scratch::new("record-bound");
-    let bindings = scratch.write(
-        "b.json",
-        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true}}}]}"#,
-    );
+    let bindings = scratch.echo_bindings();
     let program = scratch.write(
         "calls.ts",
         "for (let i = 0; i < 100; i++) await tools.echo('x'.repeat(100)); return 'done'",
@@ -185,10 +219,7 @@ fn the_record_file_streams_and_stops_at_its_bound() {
 fn the_record_and_the_events_are_readable_by_their_owner_only() {
     use std::os::unix::fs::PermissionsExt as _;
     let scratch = Scratch::new("record-mode");
-    let bindings = scratch.write(
-        "b.json",
-        r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true}}}]}"#,
-    );
+    let bindings = scratch.echo_bindings();
     let program = scratch.write("one.ts", "return await tools.echo('secret')");
     // New files, then files that were there, readable by everyone.
     for existing in [false, true] {

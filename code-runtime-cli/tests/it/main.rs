@@ -44,6 +44,14 @@ impl Scratch {
         std::fs::write(&path, text).unwrap();
         path.to_str().unwrap().to_owned()
     }
+
+    /// `b.json`: bindings of one namespace, `tools`, whose `echo` resolves its argument.
+    fn echo_bindings(&self) -> String {
+        self.write(
+            "b.json",
+            r#"{"namespaces":[{"global":"tools","functions":{"echo":{"echo":true}}}]}"#,
+        )
+    }
 }
 
 impl Drop for Scratch {

@@ -148,6 +148,83 @@ fn waiting_timers_are_charged_to_the_run() {
     assert!(grown < 400, "the host grew by {grown} MiB");
 }
 
+/// `structuredClone` copies in the run's heap: 4 000 references to one 1 MiB string are 4 000
+/// references in the copy (V8's serializer wrote the string out once per reference, 4 GiB of the
+/// host's memory outside every limit), and a copy too large for the budget ends the run as out of
+/// memory, not the host (the host's peak: `code-runtime-cli`'s hostile tests).
+#[test]
+fn structured_clone_copies_within_the_runs_memory() {
+    let limits = Limits { max_memory_mb: 64, ..Limits::default() };
+    let shared = "const big = 'x'.repeat(1 << 20); const copy = structuredClone(new Array(4000).fill(big)); return [copy.length, copy[3999].length]";
+    let result = run_on(&runtime(limits), CodeRunRequest::new(shared));
+    assert_eq!(result.value(), Some(&json!([4000, 1 << 20])), "{:?}", result.to_json());
+    let bigints =
+        "const b = 10n ** 100000n; return structuredClone(new Array(4000).fill(b)).length";
+    let result = run_on(&runtime(limits), CodeRunRequest::new(bigints));
+    assert_eq!(result.value(), Some(&json!(4000)), "{:?}", result.to_json());
+    // Distinct values: the copy itself outgrows the budget.
+    let distinct = "const values = Array.from({ length: 400 }, (_, i) => 'x'.repeat(100000) + i); const copies = []; for (;;) copies.push(structuredClone(values.map((v) => ({ v: v + '!' }))));";
+    let result = run_on(&runtime(limits), CodeRunRequest::new(distinct));
+    assert_eq!(
+        result.error().map(|error| error.kind()),
+        Some(FailureKind::WorkerExit),
+        "{:?}",
+        result.to_json()
+    );
+}
+
+/// A builtin under way finishes its allocation after V8 terminates its program for memory (one
+/// `split`, one spread, one `repeat` of hundreds of megabytes past a 64 MB budget): V8 meets an
+/// allocation it cannot make with a fatal error that ends the process, the host's in `thread`
+/// isolation. The host lends room to unwind (`memory.rs`, `LOAN_BYTES`): each run ends as out of
+/// memory, two at once included (one waits for the loan), and the host lives on.
+#[test]
+fn a_builtin_past_the_budget_ends_its_run_not_the_host() {
+    let limits = Limits { max_memory_mb: 64, ..Limits::default() };
+    let runtime = std::sync::Arc::new(runtime(limits));
+    let programs: [&'static str; 5] = [
+        "return 'a'.repeat(1e8).split('').length",
+        "const a = new Array(3e7).fill(1); return [...a, ...a].length",
+        "return new TextEncoder().encode('é'.repeat(1e8)).length",
+        "return btoa('a'.repeat(1e8)).length",
+        "const o = {}; for (let i = 0; i < 1e6; i++) o['k' + i] = i; let n = 0; for (let j = 0; j < 100; j++) n += Object.keys(o).length; return n",
+    ];
+    let runs: Vec<_> = programs
+        .into_iter()
+        .map(|program| {
+            let runtime = runtime.clone();
+            std::thread::spawn(move || run_on(&runtime, CodeRunRequest::new(program)))
+        })
+        .collect();
+    for (program, run) in programs.iter().zip(runs) {
+        let result = run.join().expect("the run's thread");
+        let error = result.error().unwrap_or_else(|| panic!("{program}: {:?}", result.to_json()));
+        assert_eq!(error.kind(), FailureKind::WorkerExit, "{program}: {:?}", result.to_json());
+        assert!(error.message().contains("memory"), "{program}: {}", error.message());
+    }
+    let after = run_on(&runtime, CodeRunRequest::new("return 1 + 1"));
+    assert_eq!(after.value(), Some(&json!(2)), "{:?}", after.to_json());
+}
+
+/// V8's internal size limits are fatal errors it gives no way back from (an array of 2^28
+/// elements asked for by one `split` or `match`): in `thread` isolation the run ends as
+/// `worker-exit` naming V8, its thread is abandoned (`abandonment.rs`), and the host runs on.
+#[test]
+fn a_fatal_error_of_v8_ends_the_run_not_the_host() {
+    let runtime = runtime(Limits { max_memory_mb: 64, ..Limits::default() });
+    for program in [
+        "return 'x'.repeat(2 ** 28).split('').length",
+        "return 'x'.repeat(2 ** 28).match(/x/g).length",
+    ] {
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let error = result.error().unwrap_or_else(|| panic!("{program}: {:?}", result.to_json()));
+        assert_eq!(error.kind(), FailureKind::WorkerExit, "{program}: {:?}", result.to_json());
+        assert!(error.message().starts_with("worker error: V8 fatal error"), "{}", error.message());
+    }
+    let after = run_on(&runtime, CodeRunRequest::new("return 1 + 1"));
+    assert_eq!(after.value(), Some(&json!(2)), "{:?}", after.to_json());
+}
+
 /// `new URLSearchParams(text)` builds every pair inside one native call, where V8's heap limit
 /// cannot stop it: two million pairs are refused as a `RangeError` up front, and the host lives.
 #[test]
@@ -168,7 +245,8 @@ fn a_huge_query_string_is_refused_not_a_fatal_out_of_memory() {
 
 /// swc's transforms take time that grows faster than the program: a long program that needs
 /// compiling is refused with a clear error, and one under the bound that still takes long
-/// stripping ends at the run's wall clock (starting a run is under it), in both isolations.
+/// stripping ends at the run's wall clock (starting a run is under it) or its compute budget
+/// (the strip's CPU time is the run's), in both isolations.
 #[test]
 fn compiling_is_bounded_in_size_and_runs_under_the_wall_clock() {
     let block = "{enum E{A=1,B=A<<1}}\n";
@@ -192,6 +270,14 @@ fn compiling_is_bounded_in_size_and_runs_under_the_wall_clock() {
             "{:?}",
             result.to_json()
         );
+    }
+    // The strip's CPU time is the run's: under a compute budget it outspends, the run ends for
+    // it (a wall clock long enough to finish the strip).
+    let limits = Limits { max_wall_ms: 60_000, compute_ms: 20, ..Limits::default() };
+    for runtime in [runtime(limits), process_runtime(limits)] {
+        let result = run_on(&runtime, CodeRunRequest::new(&slow));
+        let message = result.error().map(|error| error.message().to_owned()).unwrap_or_default();
+        assert!(message.starts_with("compute budget exhausted"), "{:?}", result.to_json());
     }
 }
 

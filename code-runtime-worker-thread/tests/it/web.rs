@@ -131,6 +131,100 @@ return [
     );
 }
 
+/// `structuredClone` copies in JavaScript (`web.js`) by the rules of V8's serializer, as Node's
+/// (V8's serializer itself) does: getters read once and in order, a property deleted before its
+/// turn skipped, class instances as plain objects, `__proto__` an own key, arrays' holes and
+/// extra keys, buffers shared between views, resizable buffers, errors (type by name, cause,
+/// stack, nothing else), wrappers, and V8's own `DataCloneError` messages for what it refuses
+/// (the messages of iterators are left out: Node's older V8 words them otherwise).
+#[test]
+fn structured_clone_keeps_the_serializers_rules() {
+    same_as_node(
+        r#"const seen = [];
+const watched = { get a() { seen.push("a"); return 1; }, b: 2, get c() { seen.push("c"); delete this.d; return 3; }, d: 4 };
+class Point { #secret = 1; constructor() { this.x = 1; } get y() { return 2; } }
+const bare = Object.create(null); bare.k = "v";
+const proto = JSON.parse('{"__proto__": {"polluted": true}, "n": 1}');
+const named = [1, 2, 3]; named.extra = "x";
+const sparse = []; sparse[5] = "five"; sparse.tag = 1;
+const shared = new ArrayBuffer(8); new Uint8Array(shared).set([1, 2, 3, 4, 5, 6, 7, 8]);
+const views = structuredClone([new Uint8Array(shared, 2, 4), new Uint16Array(shared, 0, 2), new DataView(shared, 1, 3)]);
+const errorWithCause = new TypeError("outer", { cause: { inner: [1] } });
+errorWithCause.extra = "dropped";
+const custom = new Error("m"); custom.name = "CustomError";
+const bareError = new RangeError();
+const cyclicError = new Error("loop"); cyclicError.cause = cyclicError;
+const refused = (v, named = true) => { try { structuredClone(v); return "cloned"; } catch (e) { return [e.name, e.code, named ? e.message : "", e instanceof DOMException]; } };
+
+const resizable = new ArrayBuffer(4, { maxByteLength: 16 });
+const rc = structuredClone(resizable);
+const m = new Map([[{ k: 1 }, "obj"], [NaN, -0]]);
+const mc = structuredClone(m);
+const wrapperCopies = structuredClone([Object(true), Object(1.5), Object("s"), Object(10n)]);
+const sharedRef = { x: 1 }; const pair = structuredClone([sharedRef, sharedRef]);
+const e1 = structuredClone(errorWithCause), e2 = structuredClone(custom), e3 = structuredClone(bareError);
+const copyWatched = structuredClone(watched);
+return JSON.parse(JSON.stringify([
+  copyWatched, seen, structuredClone(new Point()), Object.getPrototypeOf(structuredClone(bare)) === Object.prototype,
+  structuredClone(proto).polluted, Object.keys(structuredClone(proto)), structuredClone(named).extra, structuredClone(named).length,
+  structuredClone(sparse).length, 5 in structuredClone(sparse), 0 in structuredClone(sparse), structuredClone(sparse).tag,
+  views[0].buffer === views[1].buffer, views[2].buffer === views[0].buffer, Array.from(views[0]), Array.from(views[1]), views[2].byteOffset, views[2].byteLength,
+  e1 instanceof TypeError, e1.message, e1.cause, "extra" in e1, e1.stack === errorWithCause.stack,
+  e2.name, e2 instanceof Error, e2.constructor.name, e3.message, Object.hasOwn(e3, "message"),
+  rc.resizable, rc.maxByteLength, rc.byteLength,
+  [...mc.values()], Object.is([...mc.values()][1], -0), Number.isNaN([...mc.keys()][1]),
+  wrapperCopies.map((w) => [typeof w, Object.prototype.toString.call(w), String(w.valueOf())]),
+  pair[0] === pair[1],
+  structuredClone(new Date(NaN)).getTime(), structuredClone(/x/y).sticky, structuredClone(Object.assign(/z/g, { lastIndex: 3 })).lastIndex,
+  refused(() => 1), refused(Symbol("s")), refused(Promise.resolve()), refused(new WeakMap()), refused(new Proxy({}, {})),
+  refused(new Map().keys(), false), refused(Object(Symbol("w"))), refused([1, function named() {}]), refused({ a: { b: Symbol.iterator } }),
+  refused(globalThis), refused(new WeakRef({})), refused([][Symbol.iterator](), false),
+  structuredClone(-0), structuredClone(null), structuredClone("s"), structuredClone(true), structuredClone(12n) === 12n,
+  typeof structuredClone(new BigInt64Array([1n]))[0], structuredClone(new Float32Array([1.5])).constructor.name,
+  Object.keys(structuredClone({ 2: "b", 1: "a", z: 0, y: 1 }))
+]));"#,
+    );
+}
+
+/// What Node's older V8 cannot compare: an error that is its own cause, detached and shared
+/// buffers, a copy made past the program's own setter and frozen `Object.prototype`, and a clone
+/// inside a getter of another (one refused there is refused again outside).
+#[test]
+fn structured_clone_edges() {
+    let program = r#"const loop = new Error("loop"); loop.cause = loop;
+const copy = structuredClone(loop);
+const buffer = new ArrayBuffer(4); const view = new Uint8Array(buffer); buffer.transfer();
+const attempt = (f) => { try { f(); return "cloned"; } catch (e) { return [e.name, e.message]; } };
+let setterCalls = 0;
+Object.defineProperty(Object.prototype, "trap", { set(v) { setterCalls++; }, configurable: true });
+const trapped = structuredClone({ trap: 1 });
+delete Object.prototype.trap;
+const promise = Promise.resolve();
+const nested = { get inner() { try { structuredClone(promise); } catch {} return structuredClone({ deep: [1] }); }, p: promise };
+const nestedOk = structuredClone({ get inner() { return structuredClone({ deep: [1] }); }, after: { x: 1 } });
+Object.freeze(Object.prototype);
+const frozen = structuredClone({ constructor: 1, toString: "s" });
+return [
+  copy.cause === copy, copy.message,
+  attempt(() => structuredClone(buffer)), attempt(() => structuredClone(view)),
+  setterCalls, Object.hasOwn(trapped, "trap"), trapped.trap,
+  attempt(() => structuredClone(nested)), nestedOk,
+  Object.hasOwn(frozen, "constructor"), frozen.constructor, frozen.toString,
+  attempt(() => structuredClone(new SharedArrayBuffer(4))),
+];"#;
+    let detached = json!(["DataCloneError", "An ArrayBuffer is detached and could not be cloned."]);
+    assert_eq!(
+        value(&run(program, vec![])),
+        &json!([
+            true, "loop", detached, detached, 0, true, 1,
+            ["DataCloneError", "#<Promise> could not be cloned."],
+            { "inner": { "deep": [1] }, "after": { "x": 1 } },
+            true, 1, "s",
+            ["DataCloneError", "#<SharedArrayBuffer> could not be cloned."]
+        ])
+    );
+}
+
 #[test]
 fn events_and_abort_agree_with_node() {
     same_as_node(

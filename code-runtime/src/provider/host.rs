@@ -653,6 +653,12 @@ async fn until_ending<S: Substrate>(
 ) -> Finish {
     let limits = stops.limits;
     let mut compute = ComputeCheck::new(&limits);
+    // What the run spent before its substrate took it (its program's strip) counts at once: the
+    // next look is scheduled from the rest.
+    if let Some(reason) = compute.check(substrate.compute_used()) {
+        substrate.stop();
+        return Finish::Ended(Ending::Stopped(reason));
+    }
     loop {
         let turn = tokio::select! {
             biased;
