@@ -5,6 +5,7 @@ mod admission;
 mod approval;
 mod authorization;
 mod config;
+mod expansion;
 mod listener;
 mod metrics;
 mod passthrough;

@@ -80,7 +80,9 @@ mod declaration;
 mod error;
 mod event;
 mod input_schema;
-pub mod json;
+pub use code_runtime_json as json;
+/// Builds a [`JsonValue`] (see [`json`](mod@json)).
+pub use code_runtime_json::json;
 mod language;
 mod limits;
 mod memory;

@@ -38,7 +38,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use tokio::sync::Mutex;
 
-use crate::mcp::config::{Environment, expand};
+use crate::mcp::expansion::{Environment, expand};
 
 mod callback;
 

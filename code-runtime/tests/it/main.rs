@@ -8,14 +8,12 @@ mod declaration;
 mod fake;
 mod host;
 mod input;
-mod json;
 mod ledger;
 mod limits;
 mod observe;
 mod program_globals;
 mod program_text;
 mod result;
-mod shrink;
 mod validation;
 
 use code_runtime::{CodeRunFailure, CodeRunResult, FailureKind, JsonValue};

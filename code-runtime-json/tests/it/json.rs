@@ -1,10 +1,11 @@
 //! Lossless-JSON rules and the iterative walks: REFERENCE.md §5.11 (the rules that apply to a Rust
 //! value) and §5.12 (byte metering), Appendix A (string costs) and Appendix B (number spelling).
 
-use code_runtime::JsonValue;
-use code_runtime::json;
-use code_runtime::json::LossyJson;
-use code_runtime::json::Number;
+use code_runtime_json as json;
+use code_runtime_json::JsonValue;
+use code_runtime_json::LossyJson;
+use code_runtime_json::Number;
+use code_runtime_json::json;
 
 use crate::nested_arrays;
 
@@ -93,7 +94,7 @@ fn c136_deep_values_are_validated_metered_encoded_and_dropped_without_recursion(
 
     let mut object = json!(1);
     for _ in 0..depth {
-        let mut map = code_runtime::json::JsonMap::new();
+        let mut map = code_runtime_json::JsonMap::new();
         map.insert("k".to_owned(), object);
         object = JsonValue::Object(map);
     }
@@ -266,7 +267,7 @@ fn c161_c162_lossless_scans_deep_and_wide() {
     }
     assert_eq!(json::validate(&zeros), Err(LossyJson::NegativeZero));
 
-    let mut keys: code_runtime::json::JsonMap =
+    let mut keys: code_runtime_json::JsonMap =
         (0..200_000).map(|i| (format!("k{i}"), json!(i))).collect();
     assert_eq!(json::validate(&JsonValue::Object(keys.clone())), Ok(()));
     keys.insert("last".to_owned(), json!(9_007_199_254_740_993u64));
@@ -297,7 +298,7 @@ fn c165_exact_meter_and_encoding() {
 fn c166_early_over_budget() {
     assert_eq!(json::encoded_len(&json!({"data": "x".repeat(1_000_000), "tail": "y"}), 1024), None);
     assert_eq!(json::encoded_len(&JsonValue::from(vec![json!(0); 10_000_000]), 1024), None);
-    let ten: code_runtime::json::JsonMap = (0..10).map(|i| (format!("k{i}"), json!(i))).collect();
+    let ten: code_runtime_json::JsonMap = (0..10).map(|i| (format!("k{i}"), json!(i))).collect();
     assert_eq!(json::encoded_len(&JsonValue::Object(ten), 12), None);
 }
 
@@ -445,7 +446,7 @@ fn exact_integer_spelling_for_python_peers() {
 
 #[test]
 fn strict_parsing_refuses_a_repeated_key() {
-    use code_runtime::json::{ParseError, parse, parse_strict};
+    use code_runtime_json::{ParseError, parse, parse_strict};
     let text = r#"{"a": 1, "b": {"c": 2, "c": 3}}"#;
     assert_eq!(parse(text).unwrap()["b"]["c"], 3, "JSON.parse keeps the last");
     let error = parse_strict(text).unwrap_err();
@@ -460,7 +461,7 @@ fn a_deep_text_that_fails_late_is_dropped_without_recursion() {
     let text = format!("[{}{}, !", "[".repeat(200_000), "]".repeat(200_000));
     let outcome = std::thread::Builder::new()
         .stack_size(256 << 10)
-        .spawn(move || code_runtime::json::parse(&text).is_err())
+        .spawn(move || code_runtime_json::parse(&text).is_err())
         .unwrap()
         .join()
         .unwrap();
@@ -482,7 +483,7 @@ pub(crate) fn on_a_small_stack(check: impl FnOnce() + Send + 'static) {
 fn deep_mixed(depth: usize) -> JsonValue {
     let mut value = json!("leaf");
     for _ in 0..depth {
-        let mut members = code_runtime::json::JsonMap::new();
+        let mut members = code_runtime_json::JsonMap::new();
         members.insert("k", value);
         value = JsonValue::Object(members);
     }

@@ -1,8 +1,9 @@
 //! `json::shrink`: values cut to a byte budget, same shape, explicit markers, no recursion.
 
-use code_runtime::JsonValue;
-use code_runtime::json;
-use code_runtime::json::JsonMap;
+use code_runtime_json as json;
+use code_runtime_json::JsonMap;
+use code_runtime_json::JsonValue;
+use code_runtime_json::json;
 
 use crate::nested_arrays;
 

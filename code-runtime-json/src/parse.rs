@@ -4,8 +4,8 @@
 use indexmap::IndexMap;
 use serde_json::Number;
 
-use crate::json::value::{JsonArray, JsonMap};
-use crate::json::{
+use crate::value::{JsonArray, JsonMap};
+use crate::{
     JsonValue, LossyJson, MEMBER_BYTES, OBJECT_BYTES, VALUE_BYTES, check_number, number_from_f64,
     quote,
 };
@@ -32,7 +32,7 @@ pub enum ParseError {
         offset: usize,
     },
     /// The value would hold more host memory than the ceiling given to [`parse_within`], as
-    /// [`held_bytes`](crate::json::held_bytes) counts it.
+    /// [`held_bytes`](crate::held_bytes) counts it.
     #[error("the value would hold more than {limit} bytes")]
     TooLarge {
         /// The ceiling.
@@ -63,7 +63,7 @@ pub fn parse(text: &str) -> Result<JsonValue, ParseError> {
 }
 
 /// [`parse`], refusing as soon as the value would hold more than `limit` bytes of host memory
-/// ([`ParseError::TooLarge`]), counted as [`held_bytes`](crate::json::held_bytes) counts a
+/// ([`ParseError::TooLarge`]), counted as [`held_bytes`](crate::held_bytes) counts a
 /// finished value. Each piece is counted before it is made, so a refused text never costs more
 /// than `limit` plus one string of the text: this is how a host reads a value a run sends it
 /// under the run's memory budget (two bytes of text, `0,`, make a 32-byte value).

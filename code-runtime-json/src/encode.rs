@@ -6,13 +6,13 @@ use std::fmt;
 
 use serde_json::Number;
 
-use crate::json::JsonValue;
+use crate::JsonValue;
 
 /// Encodes `value` as compact JSON, exactly as JavaScript's `JSON.stringify` spells it.
 ///
 /// Numbers use ECMAScript `Number::toString` spelling; strings escape `"`, `\` and the C0 controls
 /// (`\b \t \n \f \r`, others as lower-case `\u00XX`) and keep everything else raw, including U+2028
-/// and U+2029. The value is assumed lossless (see [`validate`](crate::json::validate)); an inexact integer is spelled as the
+/// and U+2029. The value is assumed lossless (see [`validate`](crate::validate)); an inexact integer is spelled as the
 /// double nearest to it.
 pub fn encode(value: &JsonValue) -> String {
     let mut out = String::new();

@@ -20,8 +20,8 @@ use serde_json::Number;
 /// Depth is unbounded, and nothing here recurses: dropping, cloning, comparing, printing
 /// (`Display` and `Debug` write the JSON text), encoding and serializing a value nested
 /// 1 000 000 levels deep uses no call stack per level. `Serialize` writes containers deeper
-/// than [`SERDE_DEPTH`](crate::json::SERDE_DEPTH) as one raw JSON text (serde's data model
-/// nests one call per level), and `Deserialize` refuses them; [`json::parse`](crate::json::parse)
+/// than [`SERDE_DEPTH`](crate::SERDE_DEPTH) as one raw JSON text (serde's data model
+/// nests one call per level), and `Deserialize` refuses them; [`json::parse`](crate::parse)
 /// reads any depth. Build values with [`json!`](crate::json!) or the `From` conversions;
 /// [`JsonValue::from`] a `serde_json::Value` and [`JsonValue::to_serde_json`] are the explicit
 /// crossings to `serde_json`'s type, whose own `Drop` and `Clone` recurse.
@@ -32,7 +32,7 @@ pub enum JsonValue {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number (see [`json`](mod@crate::json) for which ones are lossless).
+    /// A number (see [`json`](crate) for which ones are lossless).
     Number(Number),
     /// A string.
     String(String),
@@ -893,22 +893,22 @@ impl JsonValue {
     /// A `serde_json::Value` copy of this value, for an API that takes one.
     ///
     /// `serde_json::Value`'s `Drop`, `Clone` and `Serialize` recurse once per level, so only a
-    /// value at most [`SERDE_DEPTH`](crate::json::SERDE_DEPTH) levels deep converts (what
+    /// value at most [`SERDE_DEPTH`](crate::SERDE_DEPTH) levels deep converts (what
     /// `serde_json` itself parses); anything deeper stays in this type.
     ///
     /// # Errors
     ///
     /// [`TooDeep`] for a deeper value.
     pub fn to_serde_json(&self) -> Result<serde_json::Value, TooDeep> {
-        let limit = crate::json::SERDE_DEPTH;
-        if crate::json::nests_deeper_than(self, limit) {
+        let limit = crate::SERDE_DEPTH;
+        if crate::nests_deeper_than(self, limit) {
             return Err(TooDeep { limit });
         }
         Ok(shallow_to_serde(self))
     }
 }
 
-/// A copy of a value known to nest at most [`SERDE_DEPTH`](crate::json::SERDE_DEPTH) levels;
+/// A copy of a value known to nest at most [`SERDE_DEPTH`](crate::SERDE_DEPTH) levels;
 /// recursion is bounded by that.
 fn shallow_to_serde(value: &JsonValue) -> serde_json::Value {
     match value {
@@ -945,7 +945,7 @@ impl fmt::Debug for JsonMap {
             if index > 0 {
                 f.write_str(",")?;
             }
-            f.write_str(&crate::json::quote(key))?;
+            f.write_str(&crate::quote(key))?;
             f.write_str(":")?;
             fmt::Debug::fmt(item, f)?;
         }

@@ -14,9 +14,9 @@
 
 use std::fmt::Write as _;
 
-use crate::json::encode::spell_number;
-use crate::json::string_len;
-use crate::json::value::{JsonValue, Node, Tree, build};
+use crate::encode::spell_number;
+use crate::string_len;
+use crate::value::{JsonValue, Node, Tree, build};
 
 /// How many members of a container a knob of `t` keeps: strings get `t` bytes, containers one
 /// member per 8 (a member costs a few bytes at least, a string byte one), so the two shrink

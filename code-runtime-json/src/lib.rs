@@ -34,16 +34,16 @@ mod value;
 
 pub use serde_json::Number;
 
-pub use crate::json::encode::{NumberSpelling, encode, encode_into, encode_with, quote};
-pub use crate::json::literal::ToJson;
-pub use crate::json::parse::{ParseError, parse, parse_strict, parse_within};
-pub use crate::json::serialization::{FromValueError, from_value, to_value};
-pub use crate::json::shrink::shrink;
-pub use crate::json::value::{JsonArray, JsonIndex, JsonMap, JsonValue, TooDeep};
+pub use crate::encode::{NumberSpelling, encode, encode_into, encode_with, quote};
+pub use crate::literal::ToJson;
+pub use crate::parse::{ParseError, parse, parse_strict, parse_within};
+pub use crate::serialization::{FromValueError, from_value, to_value};
+pub use crate::shrink::shrink;
+pub use crate::value::{JsonArray, JsonIndex, JsonMap, JsonValue, TooDeep};
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::json::literal::{Interpolated, ViaSerialize, ViaToJson};
+    pub use crate::literal::{Interpolated, ViaSerialize, ViaToJson};
 }
 
 /// The deepest container serde's data model sees: `Serialize` writes anything deeper as one raw

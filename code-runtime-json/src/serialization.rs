@@ -4,7 +4,7 @@
 //! serde nests one call per level of a value, on whatever stack runs it. So every path here counts
 //! levels: `Serialize` hands a container deeper than [`SERDE_DEPTH`] to the serializer as one raw
 //! JSON text (written by the iterative encoder; `serde_json` copies it verbatim), and
-//! `Deserialize` and [`from_value`] refuse one. [`parse`](crate::json::parse) reads any depth.
+//! `Deserialize` and [`from_value`] refuse one. [`parse`](crate::parse) reads any depth.
 
 use std::fmt;
 
@@ -16,8 +16,8 @@ use serde::ser::{self, SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Number;
 
-use crate::json::value::{JsonArray, JsonMap};
-use crate::json::{JsonValue, NumberSpelling, SERDE_DEPTH, encode_with, number_from_f64};
+use crate::value::{JsonArray, JsonMap};
+use crate::{JsonValue, NumberSpelling, SERDE_DEPTH, encode_with, number_from_f64};
 
 // ---------------------------------------------------------------------------------------------
 // Serialize.
@@ -153,7 +153,7 @@ impl<'de> Visitor<'de> for Building {
     }
 
     /// Canonical where the double is lossless (`1.0` reads as `1`); `-0` stays, for
-    /// [`validate`](crate::json::validate) to name.
+    /// [`validate`](crate::validate) to name.
     fn visit_f64<E: de::Error>(self, value: f64) -> Result<JsonValue, E> {
         match number_from_f64(value) {
             Ok(number) => Ok(JsonValue::Number(number)),

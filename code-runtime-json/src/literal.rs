@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::Number;
 
-use crate::json::value::{JsonArray, JsonMap};
-use crate::json::{JsonValue, to_value};
+use crate::value::{JsonArray, JsonMap};
+use crate::{JsonValue, to_value};
 
 /// Builds a [`JsonValue`] from JSON-like syntax, as `serde_json::json!` does:
 ///
 /// ```
-/// use code_runtime::json;
+/// use code_runtime_json::{self as json, json};
 ///
 /// let query = "rust";
 /// let hits = json!([{ "title": "The book", "score": 0.9 }]);
@@ -43,23 +43,23 @@ macro_rules! __json_value {
         $crate::JsonValue::Null
     };
     ([]) => {
-        $crate::JsonValue::Array($crate::json::JsonArray::new())
+        $crate::JsonValue::Array($crate::JsonArray::new())
     };
     ([ $($items:tt)+ ]) => {
-        $crate::JsonValue::Array($crate::json::JsonArray::from($crate::__json_items!(@items [] $($items)+)))
+        $crate::JsonValue::Array($crate::JsonArray::from($crate::__json_items!(@items [] $($items)+)))
     };
     ({}) => {
-        $crate::JsonValue::Object($crate::json::JsonMap::new())
+        $crate::JsonValue::Object($crate::JsonMap::new())
     };
     ({ $($members:tt)+ }) => {{
-        let mut members = $crate::json::JsonMap::new();
+        let mut members = $crate::JsonMap::new();
         $crate::__json_members!(members $($members)+);
         $crate::JsonValue::Object(members)
     }};
     ($other:expr) => {{
         #[allow(unused_imports, reason = "one of the two applies, depending on the type")]
-        use $crate::json::__private::{ViaSerialize as _, ViaToJson as _};
-        (&&$crate::json::__private::Interpolated(&$other)).__to_json()
+        use $crate::__private::{ViaSerialize as _, ViaToJson as _};
+        (&&$crate::__private::Interpolated(&$other)).__to_json()
     }};
 }
 
