@@ -10,7 +10,7 @@
 
 use bytes::{Buf, BytesMut};
 use code_runtime::provider::HostMemory;
-use tokio_util::codec::Decoder;
+use tokio_util::codec::{Decoder, Encoder};
 
 /// How a channel delimits its frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,21 +143,64 @@ impl Decoder for Frames {
     }
 }
 
-/// `payload` as one frame of `framing`.
+/// Frames the other way: `payload` after its length, or before its `\n`, refused when longer
+/// than the limit the reader holds frames to (the host must not send what its cell would refuse,
+/// nor a cell what its host would).
+impl Encoder<&[u8]> for Frames {
+    type Error = FrameError;
+
+    fn encode(&mut self, payload: &[u8], dst: &mut BytesMut) -> Result<(), FrameError> {
+        if payload.len() > self.max_frame_bytes {
+            return Err(FrameError::TooLong { limit: self.max_frame_bytes });
+        }
+        match self.framing {
+            Framing::Lines => {
+                dst.reserve(payload.len() + 1);
+                dst.extend_from_slice(payload);
+                dst.extend_from_slice(b"\n");
+            }
+            Framing::LengthPrefixed => {
+                dst.reserve(payload.len() + LENGTH_BYTES);
+                dst.extend_from_slice(&frame_length(payload.len()).to_be_bytes());
+                dst.extend_from_slice(payload);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A length in a frame's prefix: at most `u32::MAX`, which no limit of ours comes near.
+fn frame_length(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// `payload` as one frame of `framing`, whatever its length ([`Frames`] as an [`Encoder`] without
+/// a limit).
 pub fn frame(framing: Framing, payload: &[u8]) -> Vec<u8> {
+    let mut frame = BytesMut::new();
+    // Without a limit, nothing is refused.
+    let _ = Frames::new(framing, usize::MAX).encode(payload, &mut frame);
+    frame.to_vec()
+}
+
+/// One frame of `framing` whose payload, text (JSON), `write` appends in place: a large payload
+/// (an answer, a program) is written once, never copied into its frame.
+pub fn text_frame(framing: Framing, write: impl FnOnce(&mut String)) -> Vec<u8> {
+    let mut text = String::with_capacity(64);
     match framing {
         Framing::Lines => {
-            let mut frame = Vec::with_capacity(payload.len() + 1);
-            frame.extend_from_slice(payload);
-            frame.push(b'\n');
-            frame
+            write(&mut text);
+            text.push('\n');
+            text.into_bytes()
         }
         Framing::LengthPrefixed => {
-            let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-            let mut frame = Vec::with_capacity(payload.len() + LENGTH_BYTES);
-            frame.extend_from_slice(&length.to_be_bytes());
-            frame.extend_from_slice(payload);
-            frame
+            // Room for the length, filled in once the payload is written.
+            text.push_str("\0\0\0\0");
+            write(&mut text);
+            let mut bytes = text.into_bytes();
+            let length = frame_length(bytes.len() - LENGTH_BYTES);
+            bytes[..LENGTH_BYTES].copy_from_slice(&length.to_be_bytes());
+            bytes
         }
     }
 }
@@ -262,6 +305,22 @@ mod tests {
     }
 
     #[test]
+    fn the_encoder_refuses_what_the_decoder_would() {
+        for framing in [Framing::Lines, Framing::LengthPrefixed] {
+            let mut codec = Frames::new(framing, 4);
+            let mut buf = BytesMut::new();
+            codec.encode(b"four", &mut buf).unwrap();
+            assert!(matches!(
+                codec.encode(b"fives", &mut buf),
+                Err(FrameError::TooLong { limit: 4 })
+            ));
+            let decoded = codec.decode(&mut buf).unwrap().unwrap();
+            assert_eq!(&decoded[..], b"four", "{framing:?}");
+            assert!(buf.is_empty(), "{framing:?}");
+        }
+    }
+
+    #[test]
     fn empty_lines_are_frames() {
         let mut buf = BytesMut::new();
         assert_eq!(
@@ -307,5 +366,9 @@ mod tests {
     fn frames_are_delimited_as_their_framing_says() {
         assert_eq!(frame(Framing::Lines, b"{}"), b"{}\n");
         assert_eq!(frame(Framing::LengthPrefixed, b"{}"), b"\0\0\0\x02{}");
+        for framing in [Framing::Lines, Framing::LengthPrefixed] {
+            let written = text_frame(framing, |text| text.push_str("{\"a\":1}"));
+            assert_eq!(written, frame(framing, b"{\"a\":1}"), "{framing:?}");
+        }
     }
 }

@@ -18,6 +18,8 @@ import _json
 # The frame channel's descriptor, from the loader (crate constant `PROTOCOL_FD`). The wrapper's name
 # and every message the program may see arrive in the `boot` frame, so the host owns them.
 _FD = globals()["_FD"]
+# The version of the fd-3 frames, which `boot` must carry (crate constant `frame::VERSION`).
+_VERSION = 1
 _WRAPPER = ""
 _MESSAGES = {}
 _PROGRAM = "<program>"
@@ -984,6 +986,13 @@ def _reproducible(replay):
 def _main():
     global _max_output, _max_frame, _source, _WRAPPER, _MESSAGES, _functions
     boot = _loads(_recv())
+    if boot.get("version") != _VERSION:
+        # A host of another build: exit before `boot-ack`, which the run reports with this line.
+        _write(2, (
+            "code-runtime: the host speaks version %r of the fd-3 frames, this bootstrap %d\n"
+            % (boot.get("version"), _VERSION)
+        ).encode())
+        _exit(70)
     _max_output = boot["maxOutputBytes"]
     _max_frame = boot["maxFrameBytes"]
     _WRAPPER = boot["wrapper"]

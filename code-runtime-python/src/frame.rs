@@ -13,7 +13,7 @@ use code_runtime::provider::{
     Answer, CallId, Determinism, MAX_VALUE_DEPTH, PROGRAM_WRAPPER_NAME, ProgramGlobals, Recorded,
     catalogue,
 };
-use code_runtime::{BindingError, CodeBindingNamespace, FailureKind};
+use code_runtime::{BindingError, CodeBindingNamespace};
 
 /// A frame from the child, rebuilt from only the fields the protocol defines.
 #[derive(Debug, PartialEq)]
@@ -42,18 +42,23 @@ pub(crate) enum ChildFrame {
     Done(Done),
 }
 
+/// The message of an `invalid-output` `done` that says the program returned a function
+/// (`bootstrap.py`'s `_done_error("invalid-output", "function")`).
+const FUNCTION: &str = "function";
+
 /// How the child says the program settled.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Done {
     /// Completed, with its value (`None`: the program returned nothing).
     Completed(Option<JsonValue>),
-    /// Failed in a way only the child can see: `exception`, `invalid-output` or `output-limit`.
-    Failed {
-        /// One of the three kinds a child may report.
-        kind: FailureKind,
-        /// The child's diagnostic (the traceback for an exception).
-        message: String,
-    },
+    /// The program raised (`exception`): the child's rendering of it, its traceback.
+    Threw(String),
+    /// The program returned a function (`invalid-output` whose message is `function`).
+    ReturnedFunction,
+    /// What the program returned is not lossless JSON (any other `invalid-output`).
+    InvalidOutput,
+    /// The program's output outgrew the budget inside the child (`output-limit`).
+    OutputExceeded,
 }
 
 impl ChildFrame {
@@ -111,26 +116,26 @@ impl ChildFrame {
                 match fields.get("error") {
                     None => Some(ChildFrame::Done(Done::Completed(value))),
                     // A done carrying both settles as its error; the value is discarded.
-                    Some(error) => {
-                        let (kind, message) = Self::failure(error)?;
-                        Some(ChildFrame::Done(Done::Failed { kind, message }))
-                    }
+                    Some(error) => Self::failure(error).map(ChildFrame::Done),
                 }
             }
             _ => None,
         }
     }
 
-    fn failure(error: &JsonValue) -> Option<(FailureKind, String)> {
+    /// A `done` frame's `error`, one of the three kinds a child may report, with its message
+    /// (the one place the wire's spellings, `function` included, are read).
+    fn failure(error: &JsonValue) -> Option<Done> {
         let JsonValue::Object(error) = error else { return None };
-        let kind = match error.get("kind")?.as_str()? {
-            "exception" => FailureKind::Exception,
-            "invalid-output" => FailureKind::InvalidOutput,
-            "output-limit" => FailureKind::OutputLimit,
-            _ => return None,
-        };
-        let message = error.get("message")?.as_str()?.to_owned();
-        Some((kind, message))
+        let kind = error.get("kind")?.as_str()?;
+        let message = error.get("message")?.as_str()?;
+        match kind {
+            "exception" => Some(Done::Threw(message.to_owned())),
+            "invalid-output" if message == FUNCTION => Some(Done::ReturnedFunction),
+            "invalid-output" => Some(Done::InvalidOutput),
+            "output-limit" => Some(Done::OutputExceeded),
+            _ => None,
+        }
     }
 }
 
@@ -142,6 +147,10 @@ pub(crate) struct TooLarge {
     pub limit: usize,
 }
 
+/// The version of the fd-3 frames (docs/python-frame-protocol.md), in `boot`: the bootstrap
+/// refuses another. A change to any frame changes it, here and in `bootstrap.py`'s `_VERSION`.
+pub(crate) const VERSION: u64 = 1;
+
 /// The first frame: the namespaces to materialise, the limits the child enforces on itself before
 /// anything reaches fd 3, the name of the program's wrapper, and the messages the child shows the
 /// program (`code_runtime::provider::catalogue`), so each is written once.
@@ -152,7 +161,7 @@ pub(crate) fn boot(
     max_output_bytes: u64,
     max_frame_bytes: usize,
 ) -> String {
-    let mut out = String::from("{\"type\":\"boot\",\"namespaces\":[");
+    let mut out = format!("{{\"type\":\"boot\",\"version\":{VERSION},\"namespaces\":[");
     for (index, namespace) in namespaces.iter().enumerate() {
         if index > 0 {
             out.push(',');
@@ -451,25 +460,18 @@ mod tests {
             parse(r#"{"type":"done","value":null}"#),
             Some(ChildFrame::Done(Done::Completed(Some(JsonValue::Null))))
         );
-        for (kind, expected) in [
-            ("exception", FailureKind::Exception),
-            ("invalid-output", FailureKind::InvalidOutput),
-            ("output-limit", FailureKind::OutputLimit),
+        for (kind, message, expected) in [
+            ("exception", "boom", Done::Threw("boom".into())),
+            ("invalid-output", "boom", Done::InvalidOutput),
+            ("invalid-output", "function", Done::ReturnedFunction),
+            ("output-limit", "boom", Done::OutputExceeded),
         ] {
-            let text = format!(r#"{{"type":"done","error":{{"kind":"{kind}","message":"boom"}}}}"#);
-            assert_eq!(
-                parse(&text),
-                Some(ChildFrame::Done(Done::Failed { kind: expected, message: "boom".into() }))
-            );
+            let text =
+                format!(r#"{{"type":"done","error":{{"kind":"{kind}","message":"{message}"}}}}"#);
+            assert_eq!(parse(&text), Some(ChildFrame::Done(expected)));
         }
         let both = r#"{"type":"done","value":1,"error":{"kind":"exception","message":"boom"}}"#;
-        assert_eq!(
-            parse(both),
-            Some(ChildFrame::Done(Done::Failed {
-                kind: FailureKind::Exception,
-                message: "boom".into()
-            }))
-        );
+        assert_eq!(parse(both), Some(ChildFrame::Done(Done::Threw("boom".into()))));
         for error in [
             r#"{"message":"boom"}"#,
             r#"{"kind":"timeout","message":"x"}"#,
@@ -616,7 +618,7 @@ mod tests {
             65_536,
         );
         assert!(
-            boot.starts_with(r#"{"type":"boot","namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536,"wrapper":"__code_runtime_main__","messages":{"unrenderable":"program threw an unrenderable value","lossyArguments":"#),
+            boot.starts_with(r#"{"type":"boot","version":1,"namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536,"wrapper":"__code_runtime_main__","messages":{"unrenderable":"program threw an unrenderable value","lossyArguments":"#),
             "{boot}"
         );
         let parsed = json::parse(&boot).unwrap();

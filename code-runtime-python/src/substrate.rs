@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use code_runtime::Limits;
 use code_runtime::provider::{Answer, CallId, Ending, Start, StopReason};
-use code_runtime::{FailureKind, Limits};
 use code_runtime_cell::{
     Callee, CellRun, CellSubstrate, Framing, Incoming, Launch, Launched, Origin, Protocol, Stream,
     Unread,
@@ -176,13 +176,9 @@ impl Protocol for PythonProtocol {
 fn ending(done: Done) -> Ending {
     match done {
         Done::Completed(value) => Ending::Completed(value),
-        Done::Failed { kind: FailureKind::OutputLimit, .. } => {
-            Ending::Stopped(StopReason::OutputExceeded)
-        }
-        Done::Failed { kind: FailureKind::InvalidOutput, message } if message == "function" => {
-            Ending::ReturnedFunction
-        }
-        Done::Failed { kind: FailureKind::InvalidOutput, .. } => Ending::InvalidOutput,
-        Done::Failed { message, .. } => Ending::Threw(message),
+        Done::Threw(message) => Ending::Threw(message),
+        Done::ReturnedFunction => Ending::ReturnedFunction,
+        Done::InvalidOutput => Ending::InvalidOutput,
+        Done::OutputExceeded => Ending::Stopped(StopReason::OutputExceeded),
     }
 }

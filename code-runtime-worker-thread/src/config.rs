@@ -12,7 +12,8 @@ use code_runtime_sandbox::Options as SandboxOptions;
 #[non_exhaustive]
 pub enum Isolation {
     /// On a thread of the host's process: the lowest latency, for trusted programs. A V8 fatal
-    /// error (which no embedder can catch) ends the host.
+    /// error ends the run and abandons its thread for good (four per process, then V8 aborts the
+    /// host, as it does for a failed check); an exploit of V8 reaches the host.
     #[default]
     Thread,
     /// In a sandbox cell of its own (a process with no files, no network and nothing of the

@@ -12,8 +12,11 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use code_runtime::provider::{Answer, CallId, Event};
+use code_runtime_cell::{Frames, Framing};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::codec::Decoder as _;
 
 use crate::wire;
 
@@ -174,12 +177,13 @@ impl Inbox {
     }
 }
 
-/// Reads whole frames from a cell's channel, as many bytes per system call as are there (a
+/// Reads whole frames from a cell's channel with the cell layer's decoder (the host's
+/// `Frames`, the one codec of both sides), as many bytes per system call as are there (a
 /// binding round trip is two frames, and each read is on its latency).
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     channel: Arc<UnixStream>,
-    buffer: RefCell<Vec<u8>>,
+    reading: RefCell<(Frames, BytesMut)>,
 }
 
 /// How much one read asks for.
@@ -187,30 +191,28 @@ const READ_BYTES: usize = 64 << 10;
 
 impl FrameReader {
     pub(crate) fn new(channel: Arc<UnixStream>) -> Self {
-        Self { channel, buffer: RefCell::new(Vec::new()) }
+        // The host writes these frames: it bounds what it sends by the run's budgets, and an
+        // answer may be as long as the run's memory.
+        let frames = Frames::new(Framing::LengthPrefixed, usize::MAX);
+        Self { channel, reading: RefCell::new((frames, BytesMut::new())) }
     }
 
     /// The next frame's payload, waiting at most `timeout` for it to begin. The host writes
     /// whole frames: once one has begun, the rest follows, so the rest is waited for.
     pub(crate) fn next(&self, timeout: Duration) -> Result<Vec<u8>, RecvTimeoutError> {
-        let mut buffer = self.buffer.borrow_mut();
+        let mut reading = self.reading.borrow_mut();
+        let (frames, buffer) = &mut *reading;
         if buffer.is_empty() && !readable(&self.channel, timeout) {
             return Err(RecvTimeoutError::Timeout);
         }
-        let mut need = wire::LENGTH_BYTES;
         loop {
-            if buffer.len() >= wire::LENGTH_BYTES {
-                let length =
-                    u32::from_be_bytes(buffer[..wire::LENGTH_BYTES].try_into().unwrap_or_default());
-                need = wire::LENGTH_BYTES + length as usize;
-                if buffer.len() >= need {
-                    let payload = buffer[wire::LENGTH_BYTES..need].to_vec();
-                    buffer.drain(..need);
-                    return Ok(payload);
-                }
+            match frames.decode(buffer) {
+                Ok(Some(payload)) => return Ok(payload.to_vec()),
+                Ok(None) => {}
+                Err(_) => return Err(RecvTimeoutError::Disconnected),
             }
             let filled = buffer.len();
-            buffer.resize(filled + READ_BYTES.max(need - filled), 0);
+            buffer.resize(filled + READ_BYTES, 0);
             let read = (&*self.channel).read(&mut buffer[filled..]);
             match read {
                 Ok(read) if read > 0 => buffer.truncate(filled + read),

@@ -130,8 +130,14 @@ mod tests {
         .unwrap();
         thread.join().unwrap();
         assert!(super::PLATFORM.get().is_some());
-        let workers = threads().iter().filter(|name| name.starts_with("V8 DefaultWork")).count();
-        assert_eq!(workers, 3, "{:?}", threads());
+        // A worker names itself once it runs, which may be after V8's initialisation returned:
+        // until then it carries the launcher's name.
+        let workers = || threads().iter().filter(|name| name.starts_with("V8 DefaultWork")).count();
+        let named = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while workers() < 3 && std::time::Instant::now() < named {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(workers(), 3, "{:?}", threads());
         assert!(super::configure(1).is_err(), "too late once V8 started");
     }
 }

@@ -3,7 +3,7 @@
 //! a program hands over may be nested 100 000 levels deep).
 //!
 //! ```text
-//! host → cell   {"prepare": {...}}                     at once: what the isolate is made with
+//! host → cell   {"prepare": {"version": N, ...}}       at once: what the isolate is made with
 //!               {"setup": {...}}                       once, when a run takes the cell
 //!               {"settle": {"id": N, "value": V}}      a call resolved
 //!               {"settle": {"id": N, "error": S, "data": V}}
@@ -15,7 +15,9 @@
 //!               {"fatal": S}                           V8 gave up: the cell exits next
 //! ```
 //!
-//! The host never sends a stop: it kills the cell.
+//! The host never sends a stop: it kills the cell. `prepare` carries the protocol's [`VERSION`]:
+//! a cell executable from another build (the Python package's `code-runtime` command beside
+//! another extension, say) refuses it by name instead of misreading a frame.
 
 use code_runtime::json;
 use code_runtime::json::JsonMap as Map;
@@ -26,6 +28,8 @@ use code_runtime::provider::{
 };
 use code_runtime::{BindingArgs, BindingError};
 
+use code_runtime_cell::{Framing, text_frame};
+
 use crate::program::{Program, Shape};
 use crate::transform::Positions;
 
@@ -33,8 +37,8 @@ use crate::transform::Positions;
 /// back (ECMAScript's spelling of 2^60, `1152921504606847000`, is not that integer).
 const EXACT: json::NumberSpelling = json::NumberSpelling::ExactIntegers;
 
-/// The length prefix of every frame.
-pub(crate) const LENGTH_BYTES: usize = 4;
+/// The version of these frames; a change to any of them changes it.
+pub(crate) const VERSION: u64 = 1;
 
 /// What a cell sends, as the host reads it.
 #[derive(Debug)]
@@ -52,21 +56,10 @@ pub(crate) enum ToCell {
     Settle { call: CallId, answer: Answer },
 }
 
-/// `message` as one frame.
+/// `message` as one frame (the cell layer's length-prefixed framing, the one codec of both
+/// sides).
 fn frame(message: &JsonValue) -> Vec<u8> {
-    let mut text = String::with_capacity(64);
-    // Room for the prefix, filled in below.
-    text.push_str("\0\0\0\0");
-    json::encode_with(message, EXACT, &mut text);
-    prefixed(text)
-}
-
-/// `text`, which begins with four placeholder bytes, with its length in them.
-fn prefixed(text: String) -> Vec<u8> {
-    let mut bytes = text.into_bytes();
-    let len = u32::try_from(bytes.len() - LENGTH_BYTES).unwrap_or(u32::MAX);
-    bytes[..LENGTH_BYTES].copy_from_slice(&len.to_be_bytes());
-    bytes
+    text_frame(Framing::LengthPrefixed, |text| json::encode_with(message, EXACT, text))
 }
 
 /// An event of the isolate as a frame.
@@ -141,21 +134,22 @@ pub(crate) fn setup(program: &Program) -> Vec<u8> {
         })),
         "replay": program.replay.iter().map(recorded_value).collect::<Vec<_>>(),
     });
-    let mut text = String::from("\0\0\0\0{\"setup\":");
-    json::encode_with(&head, EXACT, &mut text);
-    // The object's closing brace, reopened for the globals.
-    text.pop();
-    text.push_str(",\"globals\":[");
-    for (index, global) in program.globals.iter().enumerate() {
-        if index > 0 {
-            text.push(',');
+    text_frame(Framing::LengthPrefixed, |text| {
+        text.push_str("{\"setup\":");
+        json::encode_with(&head, EXACT, text);
+        // The object's closing brace, reopened for the globals.
+        text.pop();
+        text.push_str(",\"globals\":[");
+        for (index, global) in program.globals.iter().enumerate() {
+            if index > 0 {
+                text.push(',');
+            }
+            text.push('{');
+            global.write_members(text);
+            text.push('}');
         }
-        text.push('{');
-        global.write_members(&mut text);
-        text.push('}');
-    }
-    text.push_str("]}}");
-    prefixed(text)
+        text.push_str("]}}");
+    })
 }
 
 /// A recorded answer of the setup's `replay`: `{"function", "rank", "clock", "value"}` or
@@ -201,6 +195,7 @@ fn recorded(entry: &JsonValue) -> Option<Option<Recorded>> {
 /// The prepare frame of a cell.
 pub(crate) fn prepare(shape: Shape) -> Vec<u8> {
     frame(&json!({ "prepare": {
+        "version": VERSION,
         "max_memory_mb": shape.max_memory_mb,
         "allow_eval": shape.allow_eval,
         "allow_wasm": shape.allow_wasm,
@@ -216,16 +211,15 @@ pub(crate) fn settle(call: CallId, answer: Answer) -> Vec<u8> {
             object_of([("id", JsonValue::from(call)), ("clock", clock), ("value", value)]),
         )),
         // Written around the rejection's data, which is only borrowed: a clone would recurse.
-        Err(rejection) => {
-            let mut text = format!(
-                "\0\0\0\0{{\"settle\":{{\"id\":{call},\"clock\":{},\"error\":{},\"data\":",
+        Err(rejection) => text_frame(Framing::LengthPrefixed, |text| {
+            text.push_str(&format!(
+                "{{\"settle\":{{\"id\":{call},\"clock\":{},\"error\":{},\"data\":",
                 json::encode(&clock),
                 json::quote(rejection.message())
-            );
-            json::encode_with(rejection.data().unwrap_or(&JsonValue::Null), EXACT, &mut text);
+            ));
+            json::encode_with(rejection.data().unwrap_or(&JsonValue::Null), EXACT, text);
             text.push_str("}}");
-            prefixed(text)
-        }
+        }),
     }
 }
 
@@ -487,6 +481,16 @@ fn tool_index(tools: &JsonValue) -> Option<ToolIndex> {
 fn shape(body: &JsonValue) -> Result<Shape, Malformed> {
     let missing = |what: &str| format!("a prepare frame without {what}");
     let flag = |key: &str| body.get(key).and_then(JsonValue::as_bool).ok_or_else(|| missing(key));
+    match body.get("version").and_then(JsonValue::as_u64) {
+        Some(VERSION) => {}
+        Some(other) => {
+            return Err(format!(
+                "the host speaks version {other} of the cell's frames, this cell version {VERSION} \
+                 (the cell executable is from another build)"
+            ));
+        }
+        None => return Err(missing("version")),
+    }
     Ok(Shape {
         max_memory_mb: body
             .get("max_memory_mb")
@@ -527,10 +531,14 @@ mod tests {
     use super::*;
     use crate::program::NamespaceSetup;
 
-    fn payload(frame: &[u8]) -> &[u8] {
-        let len = u32::from_be_bytes(frame[..LENGTH_BYTES].try_into().unwrap()) as usize;
-        assert_eq!(frame.len(), LENGTH_BYTES + len);
-        &frame[LENGTH_BYTES..]
+    /// The payload of `frame`, read by the cell layer's decoder (which sees it whole).
+    fn payload(frame: &[u8]) -> Vec<u8> {
+        use tokio_util::codec::Decoder as _;
+        let mut bytes = bytes::BytesMut::from(frame);
+        let mut frames = code_runtime_cell::Frames::new(Framing::LengthPrefixed, usize::MAX);
+        let payload = frames.decode(&mut bytes).unwrap().expect("a whole frame");
+        assert!(bytes.is_empty(), "one frame, nothing after it");
+        payload.to_vec()
     }
 
     fn deep(levels: usize) -> JsonValue {
@@ -557,7 +565,7 @@ mod tests {
         for ending in endings {
             let expected = format!("{ending:?}");
             let frame = event(Event::Ended(ending));
-            let Ok(FromCell::Event(Event::Ended(read))) = from_cell(payload(&frame), 64) else {
+            let Ok(FromCell::Event(Event::Ended(read))) = from_cell(&payload(&frame), 64) else {
                 panic!("{expected} did not cross");
             };
             assert_eq!(format!("{read:?}"), expected);
@@ -571,7 +579,8 @@ mod tests {
             function: FunctionId::new(2),
             args: BindingArgs::new(deep(200_000)),
         });
-        let Ok(FromCell::Event(Event::Call { id, function, args })) = from_cell(payload(&frame), 1)
+        let Ok(FromCell::Event(Event::Call { id, function, args })) =
+            from_cell(&payload(&frame), 1)
         else {
             panic!("the call did not cross");
         };
@@ -580,7 +589,7 @@ mod tests {
         drop(args.into_value());
 
         let frame = settle(3, Answer::new(Ok(deep(200_000)), None));
-        let Ok(ToCell::Settle { call: 3, answer }) = to_cell(payload(&frame)) else {
+        let Ok(ToCell::Settle { call: 3, answer }) = to_cell(&payload(&frame)) else {
             panic!("the settlement did not cross");
         };
         assert!(answer.outcome.is_ok());
@@ -588,7 +597,7 @@ mod tests {
 
         let rejection = BindingError::new("deep").with_data(deep(200_000));
         let frame = settle(4, Answer::new(Err(rejection), None));
-        let Ok(ToCell::Settle { call: 4, answer }) = to_cell(payload(&frame)) else {
+        let Ok(ToCell::Settle { call: 4, answer }) = to_cell(&payload(&frame)) else {
             panic!("the rejection did not cross");
         };
         assert_eq!(answer.outcome.unwrap_err().message(), "deep");
@@ -598,14 +607,14 @@ mod tests {
     fn rejections_and_setups_cross_unchanged() {
         let rejection = BindingError::new("nope").with_data(json!({"status": 429}));
         let frame = settle(1, Answer::new(Err(rejection), Some(1_700_000_000_001.5)));
-        let Ok(ToCell::Settle { call: 1, answer }) = to_cell(payload(&frame)) else {
+        let Ok(ToCell::Settle { call: 1, answer }) = to_cell(&payload(&frame)) else {
             panic!("the rejection did not cross");
         };
         assert_eq!(answer.clock_ms, Some(1_700_000_000_001.5));
         let read = answer.outcome.unwrap_err();
         assert_eq!((read.message(), read.data()), ("nope", Some(&json!({"status": 429}))));
         let frame = settle(2, Answer::new(Ok(json!(1)), Some(5.25)));
-        let Ok(ToCell::Settle { call: 2, answer }) = to_cell(payload(&frame)) else {
+        let Ok(ToCell::Settle { call: 2, answer }) = to_cell(&payload(&frame)) else {
             panic!("the settlement did not cross");
         };
         assert_eq!((answer.outcome, answer.clock_ms), (Ok(json!(1)), Some(5.25)));
@@ -648,16 +657,26 @@ mod tests {
                 )),
             ],
         };
-        let read = match to_cell(payload(&setup(&program))) {
+        let read = match to_cell(&payload(&setup(&program))) {
             Ok(ToCell::Setup(read)) => read,
             other => panic!("the setup did not cross: {other:?}"),
         };
         assert_eq!(format!("{read:?}"), format!("{program:?}"));
         let shape = Shape { max_memory_mb: 64, allow_eval: false, allow_wasm: true };
-        let Ok(ToCell::Prepare(read)) = to_cell(payload(&prepare(shape))) else {
+        let Ok(ToCell::Prepare(read)) = to_cell(&payload(&prepare(shape))) else {
             panic!("the shape did not cross");
         };
         assert_eq!(read, shape);
+    }
+
+    #[test]
+    fn a_cell_of_another_version_refuses_the_host_by_name() {
+        let other = br#"{"prepare":{"version":0,"max_memory_mb":64,"allow_eval":false,"allow_wasm":false}}"#;
+        let why = to_cell(other).unwrap_err();
+        assert!(why.contains("version 0") && why.contains("another build"), "{why}");
+        let unversioned =
+            br#"{"prepare":{"max_memory_mb":64,"allow_eval":false,"allow_wasm":false}}"#;
+        assert!(to_cell(unversioned).unwrap_err().contains("without version"));
     }
 
     #[test]
