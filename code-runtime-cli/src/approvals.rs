@@ -31,7 +31,7 @@ pub(crate) enum Mode {
 }
 
 /// The environment variable a checkpoint key may come from, in hexadecimal.
-pub(crate) const KEY_VARIABLE: &str = "CODE_RUNTIME_CHECKPOINT_KEY";
+pub(crate) const KEY_VARIABLE: &str = code_runtime_mcp::CHECKPOINT_KEY_VARIABLE;
 
 /// The file a key made for this user is kept in, in the user's cache directory.
 const KEY_FILE: &str = "checkpoint.key";
@@ -72,7 +72,7 @@ const SPENT_DIR: &str = "spent-checkpoints";
 /// two resumes of one checkpoint (one after the other, or at once, from any process of this
 /// user) cannot both proceed. `None` without a cache directory: then only this process
 /// remembers (the library's default).
-fn spent_checkpoints() -> Option<Arc<dyn code_runtime::SpentCheckpoints>> {
+pub(crate) fn spent_checkpoints() -> Option<Arc<dyn code_runtime::SpentCheckpoints>> {
     let dir = code_runtime_sandbox::cache::user_dir()?.join(SPENT_DIR);
     Some(Arc::new(SpentFiles(dir)))
 }

@@ -10,10 +10,11 @@ use code_runtime::json;
 use code_runtime::json::JsonValue;
 use code_runtime::{
     ApprovalRule, Approvals, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRuntime,
-    Decision, Decisions, binding,
+    Decision, Decisions, Isolation, Language, binding,
 };
+use code_runtime_providers::{ProviderSpec, PythonSetup};
 use code_runtime_python::{PythonCodeRuntime, PythonConfig, SandboxOptions};
-use code_runtime_worker_thread::{Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig};
+use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
 use futures::future::join_all;
 
 use crate::Failure;
@@ -49,10 +50,12 @@ pub(crate) fn main(args: &Args) -> Result<ExitCode, Failure> {
     // Python first: every run forks this process, and a fork copies the page tables of whatever
     // V8 has mapped here by then, which adds milliseconds per Python run once TypeScript ran.
     if language != "typescript" {
-        let base = PythonConfig {
-            interpreter: args.python.clone().unwrap_or(PythonConfig::default().interpreter),
-            ..PythonConfig::default()
+        let spec = ProviderSpec {
+            python: PythonSetup { interpreter: args.python.clone(), preload: Vec::new() },
+            ..ProviderSpec::new(Language::Python)
         };
+        spec.check()?;
+        let base = spec.python_config();
         python_figures(&tokio, &base, (samples, quick), &mut report)?;
     }
     if language != "python" {
@@ -152,8 +155,10 @@ fn typescript_figures(
         ("typescript_thread", Isolation::Thread, "ts_thread_trivial_vs_node_worker"),
     ] {
         // This executable serves the cells (`main` calls `serve_cell_if_asked`).
-        let config = WorkerThreadConfig { isolation, ..WorkerThreadConfig::default() };
-        let runtime: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
+        let spec =
+            ProviderSpec { isolation: Some(isolation), ..ProviderSpec::new(Language::TypeScript) };
+        let config = spec.worker_thread_config();
+        let runtime: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config.clone())?);
         let mut figures = tokio.block_on(measure(&runtime, samples, quick));
         figures["trivial_run_ms"]["mode"] = json!(match isolation {
             Isolation::Thread =>
@@ -168,11 +173,7 @@ fn typescript_figures(
             });
             // The same back to back, each cell a clone of this process rather than of the
             // spawner process (which starts them by default).
-            let config = WorkerThreadConfig {
-                isolation,
-                spawner_process: false,
-                ..WorkerThreadConfig::default()
-            };
+            let config = WorkerThreadConfig { spawner_process: false, ..config };
             let in_host: Arc<dyn CodeRuntime> = Arc::new(WorkerThreadCodeRuntime::new(config)?);
             let (p50, p99) = tokio.block_on(trivial_runs(&in_host, samples / 3, Duration::ZERO));
             figures["trivial_run_in_host_ms"] = json!({
@@ -222,7 +223,7 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
     let echo = CodeBindingNamespace::new("tools")
         .function("echo", binding(|args| async move { Ok(args.into()) }));
     let loop_program = match runtime.language() {
-        "python" => "for i in range(1000):\n    await tools.echo(i)",
+        Language::Python => "for i in range(1000):\n    await tools.echo(i)",
         _ => "for (let i = 0; i < 1000; i++) await tools.echo(i);",
     };
     let mut per_call = Vec::new();
@@ -234,7 +235,7 @@ async fn measure(runtime: &Arc<dyn CodeRuntime>, samples: usize, quick: bool) ->
     let (rtt, _) = percentiles(&mut per_call);
 
     let fanout = match runtime.language() {
-        "python" => {
+        Language::Python => {
             "calls = [tools.echo(i) for i in range(20)]\nreturn sum([await call for call in calls])"
         }
         _ => {
@@ -342,7 +343,7 @@ async fn approval_figures(
             .function("gate", echo.clone().approval(ApprovalRule::Always))
     };
     let (calls, gated) = match runtime.language() {
-        "python" => (
+        Language::Python => (
             "for i in range(1000):\n    await tools.echo(i)",
             "for i in range(1000):\n    await tools.echo(i)\nawait tools.gate(0)",
         ),
@@ -482,17 +483,16 @@ async fn sandbox_layers(samples: usize) -> JsonValue {
         ("namespaces", SandboxOptions { namespaces: true, ..none }),
         ("all", SandboxOptions::default()),
     ] {
-        let runtime = match PythonCodeRuntime::new(PythonConfig {
-            sandbox: options,
-            zygote: false,
-            ..PythonConfig::default()
-        }) {
-            Ok(runtime) => runtime,
-            Err(error) => {
-                figures[name] = json!({"error": error.to_string()});
-                continue;
-            }
-        };
+        let spec = ProviderSpec { resident: false, ..ProviderSpec::new(Language::Python) };
+        let runtime =
+            match PythonCodeRuntime::new(PythonConfig { sandbox: options, ..spec.python_config() })
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    figures[name] = json!({"error": error.to_string()});
+                    continue;
+                }
+            };
         let _ = runtime.run(CodeRunRequest::new("return 1")).await;
         let mut times = Vec::with_capacity(samples);
         for _ in 0..samples {

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use code_runtime_fixtures::{Recorder, load_bindings};
+use code_runtime_mcp::packages_line;
+use code_runtime_providers::{ProviderSpec, PythonSetup};
 
 use crate::Failure;
-use crate::run::PythonSetup;
 
 /// `code-runtime describe`'s options (CLI.md).
 #[derive(Debug, clap::Args)]
@@ -34,53 +35,17 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let mut text = code_runtime::describe_request(&request, language)?;
     if let Some(interpreter) = python {
         // The provider learns them as it starts (its probe, cached); nothing runs.
-        let setup = PythonSetup { interpreter: Some(interpreter), preload: Vec::new() };
-        let runtime = crate::run::python_provider(code_runtime::Limits::default(), false, &setup)?;
-        if !runtime.packages().is_empty() {
-            text.push_str(&format!("\n#{}\n", packages_line(runtime.packages())));
+        let spec = ProviderSpec {
+            python: PythonSetup { interpreter: Some(interpreter), preload: Vec::new() },
+            warm: false,
+            resident: false,
+            ..ProviderSpec::new(code_runtime::Language::Python)
+        };
+        let built = crate::run::build(&spec)?;
+        if !built.python_packages.is_empty() {
+            text.push_str(&format!("\n#{}\n", packages_line(&built.python_packages)));
         }
     }
     crate::print_stdout(&text);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The most packages `run_code`'s description names; the rest are counted.
-const LISTED_PACKAGES: usize = 200;
-
-/// What a Python program may import beyond the standard library, for the model.
-pub(crate) fn packages_line(packages: &[(String, String)]) -> String {
-    let listed: Vec<String> = packages
-        .iter()
-        .take(LISTED_PACKAGES)
-        .map(|(name, version)| format!("{name} {version}"))
-        .collect();
-    let more = packages.len().saturating_sub(LISTED_PACKAGES);
-    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    format!(" Python programs can import these packages: {}{more}.", listed.join(", "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_packages_line_names_each_package_with_its_version_and_counts_the_rest() {
-        let packages = |count: usize| -> Vec<(String, String)> {
-            (0..count).map(|n| (format!("p{n}"), format!("1.{n}"))).collect()
-        };
-        assert_eq!(
-            packages_line(&packages(2)),
-            " Python programs can import these packages: p0 1.0, p1 1.1."
-        );
-        let many = packages_line(&packages(LISTED_PACKAGES + 5));
-        assert!(
-            many.ends_with(&format!(
-                "p{} 1.{} and 5 more.",
-                LISTED_PACKAGES - 1,
-                LISTED_PACKAGES - 1
-            )),
-            "{many}"
-        );
-        assert!(!many.contains(&format!("p{} ", LISTED_PACKAGES)), "{many}");
-    }
 }

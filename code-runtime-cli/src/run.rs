@@ -2,19 +2,15 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use code_runtime::{
-    CancellationToken, CodeRunRequest, CodeRuntime, ContractError, EventSink, Language, Limits,
+    CancellationToken, CodeRunRequest, ContractError, EventSink, Isolation, Language, Limits,
 };
 use code_runtime_fixtures::{
     BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, Rotation, load_bindings,
     read_program,
 };
-use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
-use code_runtime_worker_thread::{
-    Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
-};
+use code_runtime_providers::{Built, ProviderSpec, PythonSetup};
 
 use crate::Failure;
 use crate::approvals::{self, CheckpointFile, Mode};
@@ -89,8 +85,8 @@ pub(crate) struct Options {
     events: Option<PathBuf>,
     /// TypeScript: `process` runs the isolate in a sandbox cell, `thread` in this process (trusted
     /// programs only) [default: process]
-    #[arg(long, value_name = "MODE", value_parser = ["thread", "process"])]
-    isolation: Option<String>,
+    #[arg(long, value_name = "MODE", value_parser = isolation())]
+    isolation: Option<Isolation>,
     /// Binding calls a run may make [default: 10000]; more reject.
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     max_calls: Option<u64>,
@@ -119,20 +115,6 @@ pub(crate) struct Options {
     preload: Vec<String>,
 }
 
-/// The Python interpreter and the modules it preloads (`--python`, `--preload`, the MCP config's
-/// `"python"`): the defaults when nothing is given.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PythonSetup {
-    pub(crate) interpreter: Option<PathBuf>,
-    pub(crate) preload: Vec<String>,
-}
-
-impl PythonSetup {
-    fn given(&self) -> bool {
-        self.interpreter.is_some() || !self.preload.is_empty()
-    }
-}
-
 pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let program_path = args.program.clone().ok_or("missing PROGRAM (a file, or - for stdin)")?;
     let language = language(&args, &program_path)?;
@@ -157,12 +139,20 @@ pub(crate) fn execute(
         Some(path) => load_bindings(path, &recorder)?,
         None => BindingsFile::default(),
     };
-    let isolation = isolation(options.isolation.as_deref(), language)?;
-    let python =
-        PythonSetup { interpreter: options.python.clone(), preload: options.preload.clone() };
-    if python.given() && language != Language::Python {
-        return Err(Failure::Misuse("--python and --preload are for Python programs".to_owned()));
-    }
+    // `run` makes one run, then exits: a cell started ahead would only be thrown away, a zygote
+    // costs an interpreter's start before its fork, and a spawner process an `exec` beside the
+    // run.
+    let mut spec = ProviderSpec {
+        isolation: options.isolation,
+        python: PythonSetup {
+            interpreter: options.python.clone(),
+            preload: options.preload.clone(),
+        },
+        warm: false,
+        resident: false,
+        ..ProviderSpec::new(language)
+    };
+    spec.check().map_err(|error| Failure::Misuse(error.to_string()))?;
     // A key only where the run may pause, or resumes a checkpoint it must verify.
     let key = match (&options.checkpoint, &request.resume) {
         (None, None) => None,
@@ -170,8 +160,8 @@ pub(crate) fn execute(
     };
     let checkpoint = options.checkpoint.as_deref().map(CheckpointFile::create).transpose()?;
     let truncate = truncation(options, &limits);
-    let provided = if truncate.is_some() { shrinking(limits) } else { limits };
-    let runtime = provider(language, provided, isolation, false, &python)?;
+    spec.limits = if truncate.is_some() { limits.shrinking() } else { limits };
+    let runtime = build(&spec)?.runtime;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -218,15 +208,6 @@ fn truncation(options: &Options, limits: &Limits) -> Option<usize> {
         (true, None) => Some(limits.output_bytes()),
         (false, None) => None,
     }
-}
-
-/// The limits of a provider whose results are shrunk rather than failed: the output budget
-/// raised to the memory budget (what the host holds for a run is charged to that anyway), so
-/// only the memory budget stops a run that prints or returns too much, and the shrink target
-/// takes the output budget's place.
-pub(crate) fn shrinking(limits: Limits) -> Limits {
-    let memory = limits.memory_bytes().min(Limits::MAX_OUTPUT_BYTES);
-    Limits { max_output_bytes: limits.max_output_bytes.max(memory), ..limits }
 }
 
 /// The `--events` log (`-`: stderr), opened now.
@@ -307,82 +288,25 @@ fn language(args: &Args, program_path: &str) -> Result<Language, Failure> {
     }
 }
 
-/// `--isolation`: TypeScript's isolates run in sandbox cells unless `thread` is asked for;
-/// Python always runs in a cell.
-fn isolation(isolation: Option<&str>, language: Language) -> Result<Isolation, Failure> {
-    match (isolation, language) {
-        (None | Some("process"), _) => Ok(Isolation::Process),
-        (Some("thread"), Language::TypeScript) => Ok(Isolation::Thread),
-        (Some("thread"), _) => Err(Failure::Misuse(
-            "--isolation thread is for TypeScript only: Python always runs in a sandbox cell"
-                .to_owned(),
-        )),
-        (Some(other), _) => {
-            Err(Failure::Misuse(format!("--isolation must be thread or process, got {other}")))
-        }
-    }
-}
-
-/// The provider for `language`; `warm` starts cells ahead of the next run, Python's from a
-/// zygote and TypeScript's from a spawner process (for a server: `run` makes one run, then
-/// exits, so a cell started ahead would only be thrown away, a zygote costs an interpreter's
-/// start before its fork, and a spawner process an `exec` beside the run). Invalid limits
-/// are misuse, and so is an interpreter or a preload the user named that cannot serve; the
-/// default Python that cannot run programs, or a sandbox this machine cannot give, is the host's
-/// failure.
-pub(crate) fn provider(
-    language: Language,
-    limits: Limits,
-    isolation: Isolation,
-    warm: bool,
-    python: &PythonSetup,
-) -> Result<Arc<dyn CodeRuntime>, Failure> {
-    Ok(match language {
-        Language::Python => Arc::new(python_provider(limits, warm, python)?),
-        _ => {
-            let config = WorkerThreadConfig {
-                limits,
-                isolation,
-                // This executable serves the cells (`main` calls `serve_cell_if_asked`), and
-                // starts them as the spawner process for a host that runs many.
-                warm,
-                spawner_process: warm,
-                machine_cache: code_runtime_sandbox::cache::user_dir(),
-                ..WorkerThreadConfig::default()
-            };
-            match WorkerThreadCodeRuntime::new(config) {
-                Ok(runtime) => Arc::new(runtime),
-                Err(WorkerThreadError::Config(error)) => {
-                    return Err(Failure::Misuse(error.to_string()));
-                }
-                Err(error) => return Err(Failure::Internal(error.to_string())),
-            }
-        }
-    })
-}
-
-/// The Python provider of [`provider`].
-pub(crate) fn python_provider(
-    limits: Limits,
-    warm: bool,
-    python: &PythonSetup,
-) -> Result<PythonCodeRuntime, Failure> {
-    let defaults = PythonConfig::default();
-    let config = PythonConfig {
-        limits,
-        warm_cell: warm,
-        zygote: warm,
-        interpreter: python.interpreter.clone().unwrap_or(defaults.interpreter.clone()),
-        preload: python.preload.clone(),
-        ..defaults
-    };
-    PythonCodeRuntime::new(config).map_err(|error| match error {
-        PythonError::Config(error) => Failure::Misuse(error.to_string()),
-        error @ PythonError::Interpreter { .. } if python.given() => {
+/// The provider `spec` names, with misuse told from this machine's failure: a spec no provider
+/// serves, invalid limits, and an interpreter or a preload the user named that cannot serve are
+/// misuse; the default Python that cannot run programs, or a sandbox this machine cannot give,
+/// is the host's failure.
+pub(crate) fn build(spec: &ProviderSpec) -> Result<Built, Failure> {
+    spec.build().map_err(|error| {
+        if error.is_invalid() || (error.is_interpreter() && spec.python.given()) {
             Failure::Misuse(error.to_string())
+        } else {
+            Failure::Internal(error.to_string())
         }
-        error => Failure::Internal(error.to_string()),
     })
+}
+
+/// `--isolation`'s values, by their option names.
+fn isolation() -> impl clap::builder::TypedValueParser<Value = Isolation> {
+    use clap::builder::TypedValueParser;
+    let names = Isolation::ALL.map(Isolation::option_name);
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<Isolation>())
 }
 
 /// Provider defaults, then the limits file, then the flags.

@@ -7,12 +7,10 @@ use std::time::{Duration, Instant};
 
 use code_runtime::{
     Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest,
-    CodeRuntime, ContractError, Decision, Decisions, Language, Limits, RunLimits, binding,
+    CodeRuntime, ContractError, Decision, Decisions, Isolation, Language, Limits, RunLimits,
+    binding,
 };
-use code_runtime_python::{PythonCodeRuntime, PythonConfig, PythonError};
-use code_runtime_worker_thread::{
-    Isolation, WorkerThreadCodeRuntime, WorkerThreadConfig, WorkerThreadError,
-};
+use code_runtime_providers::{ProviderSpec, PythonSetup};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -121,87 +119,26 @@ fn limits_dict<'py>(py: Python<'py>, limits: &Limits) -> PyResult<Bound<'py, PyD
     Ok(dict)
 }
 
-/// The options of a provider, as `Runtime(...)` passes them.
-struct Options {
-    language: Language,
-    isolation: Option<String>,
-    limits: Limits,
-    cell_executable: Option<PathBuf>,
-    interpreter: Option<PathBuf>,
-    preload: Vec<String>,
-    warm: bool,
-    legacy_decorators: bool,
-}
-
 /// A provider, and (Python's) the packages of its interpreter's virtual environment.
 type Started = (Arc<dyn CodeRuntime>, Vec<(String, String)>);
 
-fn start(options: Options) -> PyResult<Started> {
-    match options.language {
-        Language::Python => start_python(options),
-        _ => start_typescript(options),
-    }
-}
-
-fn start_python(options: Options) -> PyResult<Started> {
-    if options.legacy_decorators {
-        return Err(contract_error("legacy_decorators is for TypeScript runs"));
-    }
-    if options.isolation.as_deref().is_some_and(|isolation| isolation != "process") {
-        return Err(contract_error(
-            "isolation must be \"process\" for Python: it always runs in a sandbox cell",
-        ));
-    }
-    let mut config = PythonConfig {
-        limits: options.limits,
-        warm_cell: options.warm,
-        preload: options.preload,
-        ..PythonConfig::default()
-    };
-    if let Some(interpreter) = options.interpreter {
-        config.interpreter = interpreter;
-    }
-    match PythonCodeRuntime::new(config) {
-        Ok(runtime) => {
-            let packages = runtime.packages().to_vec();
-            Ok((Arc::new(runtime), packages))
-        }
-        Err(PythonError::Config(error)) => Err(contract_error(error)),
-        Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
-    }
-}
-
-fn start_typescript(options: Options) -> PyResult<Started> {
-    let isolation = match options.isolation.as_deref() {
-        None | Some("process") => Isolation::Process,
-        Some("thread") => Isolation::Thread,
-        Some(other) => {
-            return Err(contract_error(format!(
-                "isolation must be \"process\" or \"thread\", not {other:?}"
-            )));
-        }
-    };
-    if !options.preload.is_empty() {
-        return Err(contract_error("preload is for Python runs"));
-    }
-    if isolation == Isolation::Process && options.cell_executable.is_none() {
+/// The provider `spec` names: a spec no provider serves and invalid settings are the caller's
+/// [`ContractError`](crate::contract_error); what this machine cannot give is a `RuntimeError`.
+fn start(spec: &ProviderSpec) -> PyResult<Started> {
+    // The package's `Runtime` finds its installed `code-runtime` command for the cells; this
+    // process (an interpreter) serves none.
+    if spec.language == Language::TypeScript
+        && spec.isolation() == Isolation::Process
+        && spec.cell_executable.is_none()
+    {
         return Err(contract_error(
             "TypeScript with process isolation needs the `code-runtime` executable that \
              serves V8 cells (cell_executable); it is installed with this package",
         ));
     }
-    let config = WorkerThreadConfig {
-        limits: options.limits,
-        isolation,
-        cell_executable: options.cell_executable,
-        warm: options.warm,
-        legacy_decorators: options.legacy_decorators,
-        machine_cache: code_runtime_sandbox::cache::user_dir(),
-        ..WorkerThreadConfig::default()
-    };
-    match WorkerThreadCodeRuntime::new(config) {
-        Ok(runtime) => Ok((Arc::new(runtime), Vec::new())),
-        Err(WorkerThreadError::Config(error)) => Err(contract_error(error)),
+    match spec.build() {
+        Ok(built) => Ok((built.runtime, built.python_packages)),
+        Err(error) if error.is_invalid() => Err(contract_error(error.to_string())),
         Err(error) => Err(PyRuntimeError::new_err(error.to_string())),
     }
 }
@@ -226,19 +163,24 @@ impl NativeRuntime {
         let language = language.as_language().map_err(contract_error)?;
         let checkpoint_key =
             checkpoint_key.map(CheckpointKey::new).transpose().map_err(contract_error)?;
-        let limits = provider_limits(limits)?;
-        let options = Options {
-            language,
+        let isolation =
+            isolation.map(|name| name.parse::<Isolation>()).transpose().map_err(|unknown| {
+                contract_error(format!(
+                    "isolation must be \"process\" or \"thread\", not {:?}",
+                    unknown.0
+                ))
+            })?;
+        let spec = ProviderSpec {
             isolation,
-            limits,
+            limits: provider_limits(limits)?,
+            python: PythonSetup { interpreter, preload },
             cell_executable,
-            interpreter,
-            preload,
-            warm,
             legacy_decorators,
+            warm,
+            ..ProviderSpec::new(language)
         };
         // Starting may start a cell and wait for it: not with the GIL held.
-        let (runtime, packages) = py.detach(|| start(options))?;
+        let (runtime, packages) = py.detach(|| start(&spec))?;
         Ok(Self { runtime, checkpoint_key, packages })
     }
 
@@ -251,14 +193,14 @@ impl NativeRuntime {
 
     /// `"typescript"` or `"python"`.
     #[getter]
-    fn language(&self) -> String {
-        self.runtime.language().to_owned()
+    fn language(&self) -> &'static str {
+        self.runtime.language().as_str()
     }
 
     /// `"worker-thread"` or `"process"`.
     #[getter]
-    fn isolation(&self) -> String {
-        self.runtime.isolation().to_owned()
+    fn isolation(&self) -> &'static str {
+        self.runtime.isolation().as_str()
     }
 
     /// Every run's budgets.

@@ -76,7 +76,7 @@ mod warm;
 use std::path::PathBuf;
 
 use code_runtime::provider::{Ending, Host, Hosted, Provider, Start};
-use code_runtime::{CodeRuntime, ConfigError, Language};
+use code_runtime::{CodeRuntime, ConfigError, Isolation, Language};
 
 pub use code_runtime_sandbox::{Containment, Options as SandboxOptions, SandboxError};
 
@@ -210,8 +210,8 @@ impl Provider for PythonProvider {
         Language::Python
     }
 
-    fn isolation(&self) -> &'static str {
-        "process"
+    fn isolation(&self) -> Isolation {
+        Isolation::Process
     }
 
     /// A fresh cell for the run: the warm one when it fits.

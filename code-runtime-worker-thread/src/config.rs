@@ -3,25 +3,9 @@
 
 use std::path::PathBuf;
 
-use code_runtime::Limits;
 use code_runtime::provider::DEFAULT_MAX_CONCURRENT_RUNS;
+use code_runtime::{Isolation, Limits};
 use code_runtime_sandbox::Options as SandboxOptions;
-
-/// Where a run's isolate lives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Isolation {
-    /// On a thread of the host's process: the lowest latency, for trusted programs. A V8 fatal
-    /// error ends the run and abandons its thread for good (four per process, then V8 aborts the
-    /// host, as it does for a failed check); an exploit of V8 reaches the host.
-    #[default]
-    Thread,
-    /// In a sandbox cell of its own (a process with no files, no network and nothing of the
-    /// host, see docs/security.md): a V8 fatal error ends that run as `worker-exit`, never the
-    /// host. Needs an executable that serves cells (see
-    /// [`serve_cell_if_asked`](crate::serve_cell_if_asked)).
-    Process,
-}
 
 /// Configuration of the TypeScript provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +25,15 @@ pub struct WorkerThreadConfig {
     pub max_concurrent_runs: usize,
     /// Where isolates live (default [`Isolation::Thread`]; the `code-runtime` command defaults to
     /// `process`).
+    ///
+    /// - [`Isolation::Thread`]: on a thread of the host's process, the lowest latency, for
+    ///   trusted programs. A V8 fatal error ends the run and abandons its thread for good (four
+    ///   per process, then V8 aborts the host, as it does for a failed check); an exploit of V8
+    ///   reaches the host.
+    /// - [`Isolation::Process`]: in a sandbox cell of its own (a process with no files, no
+    ///   network and nothing of the host, see docs/security.md): a V8 fatal error ends that run as
+    ///   `worker-exit`, never the host. Needs an executable that serves cells (see
+    ///   [`serve_cell_if_asked`](crate::serve_cell_if_asked)).
     pub isolation: Isolation,
     /// `process` isolation: the executable each cell runs, which must call
     /// [`serve_cell_if_asked`](crate::serve_cell_if_asked) first in `main`. `None` (the default)
@@ -85,7 +78,7 @@ impl Default for WorkerThreadConfig {
             allow_eval: false,
             allow_wasm: false,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
-            isolation: Isolation::default(),
+            isolation: Isolation::Thread,
             cell_executable: None,
             sandbox: SandboxOptions::default(),
             warm: true,

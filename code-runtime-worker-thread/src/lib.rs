@@ -108,7 +108,11 @@ use code_runtime_cell::CellSubstrate;
 use code_runtime_sandbox::{Containment, SandboxError};
 
 pub use crate::cell::serve_cell_if_asked;
-pub use crate::config::{Isolation, WorkerThreadConfig};
+pub use crate::config::WorkerThreadConfig;
+/// Where a run's isolate lives (the core's [`Isolation`]; see
+/// [`WorkerThreadConfig::isolation`]).
+#[doc(no_inline)]
+pub use code_runtime::Isolation;
 pub use code_runtime_sandbox::Options as SandboxOptions;
 
 /// Sets the threads of this process's V8 worker pool (background compilation and garbage
@@ -178,6 +182,10 @@ impl WorkerThreadCodeRuntime {
         let cells = match config.isolation {
             Isolation::Thread => None,
             Isolation::Process => Some(process::Cells::new(&config)?),
+            other => {
+                let requirement = "must be thread or process for TypeScript";
+                return Err(ConfigError::new("isolation", requirement, other).into());
+            }
         };
         let shape = substrate::shape(&config, &config.limits);
         let warm = config.warm && cells.is_none();
@@ -243,11 +251,8 @@ impl Provider for WorkerThread {
         Language::TypeScript
     }
 
-    fn isolation(&self) -> &'static str {
-        match self.config.isolation {
-            Isolation::Thread => "worker-thread",
-            Isolation::Process => "process",
-        }
+    fn isolation(&self) -> Isolation {
+        self.config.isolation
     }
 
     /// A fresh isolate for the run, made ahead when one fits.

@@ -57,7 +57,7 @@ impl Context {
     pub fn provide_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) -> Result<(), ContextError> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         let Slot::Open(runtimes) = &mut *slot else { return Err(ContextError::Disposed) };
-        let language = runtime.language().to_owned();
+        let language = runtime.language().as_str().to_owned();
         if runtimes.contains_key(&language) {
             return Err(ContextError::AlreadyRegistered { language });
         }

@@ -80,6 +80,7 @@ mod declaration;
 mod error;
 mod event;
 mod input_schema;
+mod isolation;
 pub use code_runtime_json as json;
 /// Builds a [`JsonValue`] (see [`json`](mod@json)).
 pub use code_runtime_json::json;
@@ -109,6 +110,7 @@ pub use crate::context::Context;
 pub use crate::declaration::{describe, describe_request};
 pub use crate::error::{ConfigError, ContextError, ContractError};
 pub use crate::event::{EventSink, RunEvent};
+pub use crate::isolation::{Isolation, UnknownIsolation};
 pub use crate::json::JsonValue;
 pub use crate::language::{AsLanguage, Language, UnknownLanguage};
 pub use crate::limits::Limits;

@@ -104,6 +104,17 @@ impl Limits {
         self.max_memory_mb.saturating_mul(1 << 20)
     }
 
+    /// The limits of a provider whose results are shrunk rather than failed
+    /// ([`CodeRunRequest::truncate`](crate::CodeRunRequest::truncate)): the output budget raised
+    /// to the memory budget (what the host holds for a run is charged to that anyway), so only
+    /// the memory budget stops a run that prints or returns too much, and the shrink target
+    /// takes the output budget's place.
+    #[must_use]
+    pub fn shrinking(self) -> Limits {
+        let memory = self.memory_bytes().min(Limits::MAX_OUTPUT_BYTES);
+        Limits { max_output_bytes: self.max_output_bytes.max(memory), ..self }
+    }
+
     /// These limits, tightened by a request's.
     ///
     /// # Errors

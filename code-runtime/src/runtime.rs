@@ -6,6 +6,8 @@ use async_trait::async_trait;
 
 use crate::checkpoint::{Checkpoint, Decisions};
 use crate::error::ContractError;
+use crate::isolation::Isolation;
+use crate::language::Language;
 use crate::limits::Limits;
 use crate::request::{Approvals, CodeRunRequest};
 use crate::result::CodeRunResult;
@@ -26,15 +28,13 @@ use crate::result::CodeRunResult;
 /// no tokio runtime, they are polled inside the provider's, so tokio timers and IO work in them.
 #[async_trait]
 pub trait CodeRuntime: Send + Sync {
-    /// The source language `run` expects, lowercase: `"typescript"` or `"python"`
-    /// ([`Language::as_str`](crate::Language::as_str); it compares equal to the
-    /// [`Language`](crate::Language)). A consumer that renders language-specific instructions
-    /// switches on it (or on its parse) and fails loudly on one it does not know.
-    fn language(&self) -> &str;
+    /// The source language `run` expects ([`Language::as_str`] names it, and it compares equal
+    /// to its name). A consumer that renders language-specific instructions matches on it.
+    fn language(&self) -> Language;
 
-    /// The execution substrate, lowercase: `"worker-thread"` or `"process"`. A diagnostic label, not
-    /// a security claim.
-    fn isolation(&self) -> &str;
+    /// Where each run's program runs ([`Isolation::as_str`] labels it: `"worker-thread"` or
+    /// `"process"`). A diagnostic label, not a security claim.
+    fn isolation(&self) -> Isolation;
 
     /// The budgets of every run; a request may tighten them
     /// ([`CodeRunRequest::limits`]), never loosen them.
@@ -122,11 +122,11 @@ impl std::fmt::Debug for WithApprovals {
 
 #[async_trait]
 impl CodeRuntime for WithApprovals {
-    fn language(&self) -> &str {
+    fn language(&self) -> Language {
         self.runtime.language()
     }
 
-    fn isolation(&self) -> &str {
+    fn isolation(&self) -> Isolation {
         self.runtime.isolation()
     }
 

@@ -15,13 +15,11 @@
 //! (a stack trace and a traceback are spelled differently).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use code_runtime::json::{self, JsonValue};
-use code_runtime::{CodeRunResult, CodeRuntime, FailureKind, Limits};
+use code_runtime::{CodeRunResult, FailureKind, Language, Limits};
 use code_runtime_fixtures::{BindingsFile, CallRecord, LimitsFile, Recorder, bindings_from_json};
-use code_runtime_python::{PythonCodeRuntime, PythonConfig};
-use code_runtime_worker_thread::{WorkerThreadCodeRuntime, WorkerThreadConfig};
+use code_runtime_providers::ProviderSpec;
 
 /// The suites, named by what their cases must do.
 pub const SUITES: [&str; 7] =
@@ -111,29 +109,24 @@ pub async fn run(case: &Case, isolation: &Isolation) -> CaseRun {
             .unwrap_or_else(|error| panic!("{error}")),
         None => BindingsFile::default(),
     };
-    let runtime: Arc<dyn CodeRuntime> = match case.language {
-        "python" => Arc::new(
-            PythonCodeRuntime::new(PythonConfig { limits, ..PythonConfig::default() })
-                .expect("python3 starts"),
-        ),
-        _ => {
-            let (isolation, cell_executable) = match isolation {
-                Isolation::Thread => (code_runtime_worker_thread::Isolation::Thread, None),
-                Isolation::Process(executable) => {
-                    (code_runtime_worker_thread::Isolation::Process, Some(executable.clone()))
-                }
-            };
-            let config = WorkerThreadConfig {
-                limits,
-                isolation,
-                cell_executable,
-                // One run per provider: an isolate started ahead would only be thrown away.
-                warm: false,
-                ..WorkerThreadConfig::default()
-            };
-            Arc::new(WorkerThreadCodeRuntime::new(config).expect("the provider starts"))
+    let language = case.language.parse().expect("a case's language");
+    let (isolation, cell_executable) = match (language, isolation) {
+        (Language::Python, _) => (None, None),
+        (_, Isolation::Thread) => (Some(code_runtime::Isolation::Thread), None),
+        (_, Isolation::Process(executable)) => {
+            (Some(code_runtime::Isolation::Process), Some(executable.clone()))
         }
     };
+    let spec = ProviderSpec {
+        isolation,
+        limits,
+        cell_executable,
+        // One run per provider: a substrate started ahead would only be thrown away.
+        warm: false,
+        ..ProviderSpec::new(language)
+    };
+    let runtime =
+        spec.build().unwrap_or_else(|error| panic!("the provider starts: {error}")).runtime;
     let program = std::fs::read_to_string(&case.path).expect("readable case");
     let request = bindings.request(program);
     let result = runtime.run(request).await.map_err(|error| error.to_string());

@@ -39,11 +39,14 @@ fn main() -> ExitCode {
                 let rounds =
                     rounds.parse().map_err(|_| format!("--stress needs a number, got {rounds}"))?;
                 // The whole workspace, unless packages are named.
-                let named = args.iter().any(|arg| arg == "-p" || arg.starts_with("--package"));
+                let named = named_packages(args);
                 let mut all = if named { Vec::new() } else { vec!["--workspace".to_owned()] };
                 all.extend_from_slice(args);
                 stress::run(rounds, &all)
             }
+            // The whole workspace, unless packages are named (cargo would test every package
+            // given `--workspace` beside `-p`).
+            _ if named_packages(&rest) => toolchain::cargo_test(&strs(&rest)),
             _ => toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat()),
         }),
         Some("demo") => toolchain::cargo(&[
@@ -128,4 +131,9 @@ fn bench_mcp(rest: &[String]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether `args` name packages (`-p X`, `--package X`, `-pX`).
+fn named_packages(args: &[String]) -> bool {
+    args.iter().any(|arg| arg.starts_with("-p") || arg.starts_with("--package"))
 }

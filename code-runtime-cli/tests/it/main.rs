@@ -605,7 +605,7 @@ fn python_programs_use_a_virtual_environments_packages_preloaded_or_not() {
     check_misuse(&run(&["run", &program, "--python", "/nonexistent/python3"]), "/nonexistent");
     check_misuse(
         &run(&["run", "examples/research.ts", "--preload", "numpy"]),
-        "--python and --preload are for Python programs",
+        "an interpreter or preloaded modules are for Python runs",
     );
     // What the model reads: the stubs, then the environment's packages.
     let bindings = "examples/research.bindings.json";

@@ -6,10 +6,14 @@ use crate::*;
 
 #[test]
 fn c001_descriptors() {
+    // The names cross boundaries (results, reports, the Python package); the types compare
+    // equal to them.
+    let runtime = default_runtime();
     assert_eq!(
-        (default_runtime().language(), default_runtime().isolation()),
+        (runtime.language().as_str(), runtime.isolation().as_str()),
         ("typescript", "worker-thread")
     );
+    assert!(runtime.language() == "typescript" && runtime.isolation() == "worker-thread");
 }
 
 #[test]

@@ -16,6 +16,7 @@ use tracing::instrument::WithSubscriber;
 
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
 use crate::error::{ConfigError, ContractError};
+use crate::isolation::Isolation;
 use crate::json::JsonValue;
 use crate::language::Language;
 use crate::limits::Limits;
@@ -242,8 +243,8 @@ pub trait Provider: Send + Sync + 'static {
     /// The language of its programs; [`CodeRuntime::language`] answers its name.
     fn language(&self) -> Language;
 
-    /// Its isolation label, what [`CodeRuntime::isolation`] answers.
-    fn isolation(&self) -> &'static str;
+    /// Where its programs run, what [`CodeRuntime::isolation`] answers.
+    fn isolation(&self) -> Isolation;
 
     /// Starts the substrate of one run; an `Err` ends the run with that ending, no substrate
     /// made.
@@ -275,11 +276,11 @@ pub trait Hosted: Send + Sync {
 
 #[async_trait]
 impl<P: Provider> CodeRuntime for Host<P> {
-    fn language(&self) -> &str {
-        self.provider.language().as_str()
+    fn language(&self) -> Language {
+        self.provider.language()
     }
 
-    fn isolation(&self) -> &str {
+    fn isolation(&self) -> Isolation {
         self.provider.isolation()
     }
 
@@ -298,11 +299,11 @@ impl<P: Provider> CodeRuntime for Host<P> {
 
 #[async_trait]
 impl<T: Hosted> CodeRuntime for T {
-    fn language(&self) -> &str {
+    fn language(&self) -> Language {
         self.runtime().language()
     }
 
-    fn isolation(&self) -> &str {
+    fn isolation(&self) -> Isolation {
         self.runtime().isolation()
     }
 
@@ -415,7 +416,7 @@ impl<P: Provider> Host<P> {
             None => unfenced(&program).unwrap_or(program),
         };
         let mut report =
-            RunReport::new(language.as_str(), self.provider.isolation(), events, started);
+            RunReport::new(language.as_str(), self.provider.isolation().as_str(), events, started);
         let span = report.span().clone();
         let result = async {
             let ledger = OutputLedger::new(limits.output_bytes());

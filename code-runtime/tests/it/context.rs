@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use code_runtime::provider::{Ending, Event, RunGate};
 use code_runtime::{
-    CodeRunRequest, CodeRuntime, Context, ContextError, ContractError, Language, Limits,
+    CodeRunRequest, CodeRuntime, Context, ContextError, ContractError, Isolation, Language, Limits,
 };
 
 use crate::fake::FakeProvider;
@@ -34,7 +34,7 @@ fn c005_one_provider_per_language() {
     );
     assert_eq!(context.languages(), ["python", "typescript"]);
     let runtime = context.code_runtime("python").unwrap();
-    assert_eq!((runtime.language(), runtime.isolation()), ("python", "script"));
+    assert_eq!((runtime.language(), runtime.isolation()), (Language::Python, Isolation::Thread));
     // By the typed language as by its name; a runtime's name compares equal to its language.
     let typed = context.code_runtime(Language::Python).unwrap();
     assert!(Arc::ptr_eq(&typed, &runtime));
@@ -45,7 +45,7 @@ fn c005_one_provider_per_language() {
     );
     assert_eq!(
         format!("{context:?}"),
-        r#"Context { code_runtimes: ["python (script)", "typescript (script)"], .. }"#
+        r#"Context { code_runtimes: ["python (worker-thread)", "typescript (worker-thread)"], .. }"#
     );
 }
 

@@ -10,7 +10,7 @@ use code_runtime::provider::{
     Answer, CallId, Determinism, Ending, Event, Host, Hosted, Provider, Recorded, Start, Substrate,
     Teardown,
 };
-use code_runtime::{BindingError, CodeRuntime, JsonValue, Language, Limits};
+use code_runtime::{BindingError, CodeRuntime, Isolation, JsonValue, Language, Limits};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -141,8 +141,8 @@ impl Provider for Scripted {
         self.language
     }
 
-    fn isolation(&self) -> &'static str {
-        "script"
+    fn isolation(&self) -> Isolation {
+        Isolation::Thread
     }
 
     async fn start(&self, start: Start) -> Result<Fake, Ending> {

@@ -409,7 +409,7 @@ fn a_run_span_holds_a_span_per_call_and_the_closure_runs_inside_it() {
     assert_eq!(run.parent, Some("agent.turn"), "parented under the caller's span");
     for (field, value) in [
         ("language", "typescript"),
-        ("isolation", "script"),
+        ("isolation", "worker-thread"),
         ("kind", "ok"),
         ("calls", "1"),
         // What the output budget charged: `["hello"]` and `"done"`.

@@ -23,10 +23,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::Mutex;
 
-use crate::mcp::authorization::{AUTHORIZE_WITHIN, Authorization};
-use crate::mcp::config::{Reach, Server};
-use crate::mcp::redaction::{Redaction, origin_of};
-use crate::mcp::relay::{Downstream, Relay, RelayHandler};
+use crate::authorization::{AUTHORIZE_WITHIN, Authorization};
+use crate::config::{Reach, Server};
+use crate::redaction::{Redaction, origin_of};
+use crate::relay::{Downstream, Relay, RelayHandler};
 
 /// How long connecting to a server (starting it, `initialize`, `tools/list`) may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(30);
@@ -449,10 +449,7 @@ impl Stderr {
         let mut lines = BufReader::new(pipe).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             if self.forward.load(Ordering::Relaxed) {
-                crate::print_stderr(&format!(
-                    "code-runtime: upstream {}: {line}",
-                    json::quote(&namespace)
-                ));
+                crate::tell(&format!("code-runtime: upstream {}: {line}", json::quote(&namespace)));
             }
             *self.last.lock().unwrap_or_else(PoisonError::into_inner) = line;
         }

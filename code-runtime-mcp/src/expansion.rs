@@ -23,7 +23,7 @@ pub(crate) fn expand(text: &str, environment: &Environment<'_>) -> Result<String
         if !valid {
             return Err(format!("${{{name}}} is not a variable name"));
         }
-        if name == crate::approvals::KEY_VARIABLE {
+        if name == crate::CHECKPOINT_KEY_VARIABLE {
             return Err(format!(
                 "${{{name}}} is the checkpoint key: it is never handed to an upstream server"
             ));

@@ -14,7 +14,7 @@ use rmcp::model::{
     ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
 };
 
-use crate::mcp::upstream::Upstream;
+use crate::upstream::Upstream;
 
 /// The upstream servers, in the config's order, and where each resource URI was last listed.
 pub(crate) struct Passthrough {

@@ -38,7 +38,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use tokio::sync::Mutex;
 
-use crate::mcp::expansion::{Environment, expand};
+use crate::expansion::{Environment, expand};
 
 mod callback;
 

@@ -13,18 +13,18 @@ use std::time::Duration;
 use code_runtime::json::{self, JsonMap, JsonValue};
 use code_runtime::{Language, Limits};
 use code_runtime_fixtures::{LimitsFile, read_document};
+use code_runtime_providers::{ProviderSpec, PythonSetup};
 
 use axum::http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
 
-use crate::mcp::approval::{Fallback, Policy};
-use crate::mcp::authorization::OAuth;
-use crate::mcp::expansion::{Environment, expand};
-use crate::run::PythonSetup;
+use crate::approval::{Fallback, Policy};
+use crate::authorization::OAuth;
+use crate::expansion::{Environment, expand};
 
 /// The config, as read and checked.
 #[derive(Debug)]
-pub(crate) struct McpConfig {
+pub struct McpConfig {
     /// By namespace, in file order.
     pub(crate) servers: IndexMap<String, Server>,
     /// A bindings file whose namespaces, values and `call_tool` are offered beside the servers'.
@@ -74,7 +74,11 @@ const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 impl McpConfig {
     /// Reads `path`, with `${VAR}` from this process's environment. A relative `bindings` path
     /// is relative to the config file.
-    pub(crate) fn load(path: &Path) -> Result<Self, String> {
+    ///
+    /// # Errors
+    ///
+    /// One line naming the file and what is wrong in it.
+    pub fn load(path: &Path) -> Result<Self, String> {
         let document = read_document(path).map_err(|error| error.to_string())?;
         let origin = path.display().to_string();
         let environment = |name: &str| std::env::var(name).ok();
@@ -86,6 +90,35 @@ impl McpConfig {
             }
         }
         Ok(config)
+    }
+
+    /// Whether a call that needs approval pauses its run when the client cannot ask its user
+    /// (`"approvalFallback": "pause"`): the gateway then needs a checkpoint key
+    /// ([`Options::checkpoint_key`](crate::Options::checkpoint_key)).
+    pub fn pauses(&self) -> bool {
+        self.approval_fallback == Fallback::Pause
+    }
+
+    /// The providers the config asks for, one per language in its order: process isolation,
+    /// its limits (the output budget raised to the memory budget where results are shrunk, so
+    /// the shrink target takes its place), Python's interpreter and preloads, warm and resident
+    /// (a server runs many programs).
+    pub fn provider_specs(&self) -> Vec<ProviderSpec> {
+        let limits = match self.result_bytes {
+            Some(_) => self.limits.shrinking(),
+            None => self.limits,
+        };
+        self.languages
+            .iter()
+            .map(|language| {
+                // The config's Python setup is Python's alone.
+                let python = match language {
+                    Language::Python => self.python.clone(),
+                    _ => PythonSetup::default(),
+                };
+                ProviderSpec { limits, python, ..ProviderSpec::new(*language) }
+            })
+            .collect()
     }
 
     /// Reads a parsed config; `origin` names it in errors, `environment` answers `${VAR}`.
@@ -467,7 +500,7 @@ fn url_reach(
 mod tests {
     use super::*;
 
-    use crate::mcp::expansion::test_environment as environment;
+    use crate::expansion::test_environment as environment;
 
     #[test]
     fn python_names_an_interpreter_and_modules_to_preload() {

@@ -192,7 +192,7 @@ async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
 /// Tells the user where to authorize: a line on stderr, and the URL given to `$BROWSER` (the
 /// usual variable; its first `:`-separated command) when it is set.
 pub(crate) fn announce(namespace: &str, url: &str) {
-    crate::print_stderr(&format!(
+    crate::tell(&format!(
         "code-runtime: upstream server {} needs authorization: open {url}",
         json::quote(namespace)
     ));
@@ -219,7 +219,7 @@ pub(crate) fn announce(namespace: &str, url: &str) {
     match spawned {
         // Reaped when it exits; the authorization does not wait for it.
         Ok(mut child) => drop(tokio::spawn(async move { child.wait().await })),
-        Err(error) => crate::print_stderr(&format!(
+        Err(error) => crate::tell(&format!(
             "code-runtime: cannot start $BROWSER {}: {error}",
             json::quote(&program)
         )),

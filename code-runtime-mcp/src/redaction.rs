@@ -4,9 +4,9 @@
 //! of the HTTP client quote the URL whole. Every message that leaves an [`Upstream`] passes
 //! through its redaction, so no call site has to remember which parts are secret.
 //!
-//! [`Upstream`]: crate::mcp::upstream::Upstream
+//! [`Upstream`]: crate::upstream::Upstream
 
-use crate::mcp::config::Reach;
+use crate::config::Reach;
 
 /// Secrets shorter than this are left alone: replacing every `v1` or `mcp` in a message would
 /// make it unreadable and hides nothing (a credential is longer).

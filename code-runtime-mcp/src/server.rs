@@ -12,7 +12,8 @@ use code_runtime::json;
 use code_runtime::json::JsonValue;
 use code_runtime::{
     Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
-    CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, describe_request,
+    CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, SpentCheckpoints,
+    describe_request,
 };
 use code_runtime_fixtures::Recorder;
 use indexmap::IndexMap;
@@ -26,11 +27,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::mcp::admission::Admission;
-use crate::mcp::approval::{ClientApprover, Fallback};
-use crate::mcp::metrics::Metrics;
-use crate::mcp::passthrough::Passthrough;
-use crate::mcp::relay::Downstream;
+use crate::admission::Admission;
+use crate::approval::{ClientApprover, Fallback};
+use crate::metrics::Metrics;
+use crate::passthrough::Passthrough;
+use crate::relay::Downstream;
 
 /// How many bytes of declarations `run_code`'s description carries at most (a client puts it
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
@@ -53,9 +54,23 @@ pub(crate) type Runtimes = Vec<(Language, Arc<dyn CodeRuntime>)>;
 pub(crate) struct ApprovalSetup {
     pub(crate) fallback: Fallback,
     pub(crate) key: Option<CheckpointKey>,
+    /// Where resumed checkpoints are remembered; `None`: this process remembers.
+    pub(crate) spent: Option<Arc<dyn SpentCheckpoints>>,
     /// The `--record` file, where each call the user denied gets its line (the others are
     /// recorded by their upstream binding).
     pub(crate) record: Recorder,
+}
+
+impl ApprovalSetup {
+    /// `approvals` signing and checking checkpoints with the key, each resumed once.
+    fn signing(&self, approvals: Approvals) -> Approvals {
+        let Some(key) = &self.key else { return approvals };
+        let approvals = approvals.checkpoint_key(key.clone());
+        match &self.spent {
+            Some(spent) => approvals.spent_checkpoints(spent.clone()),
+            None => approvals,
+        }
+    }
 }
 
 /// What the server shares with its HTTP endpoints: the counters of `/metrics`, and the
@@ -226,7 +241,7 @@ impl CodeModeServer {
         let _running = metrics.in_flight();
         let started = std::time::Instant::now();
         let result = self.execute_admitted(runtime.clone(), request, context).await;
-        metrics.run_ended(runtime.language(), result.as_ref().ok(), started.elapsed());
+        metrics.run_ended(runtime.language().as_str(), result.as_ref().ok(), started.elapsed());
         match result {
             Ok(result) => Ok(tool_result(&result)),
             // A checkpoint refused is the model's to read (it may have edited what it handed
@@ -290,10 +305,7 @@ impl CodeModeServer {
         let request = CodeRunRequest {
             signal: Some(context.ct.child_token()),
             events: Some(sink),
-            approvals: Some(match &setup.key {
-                Some(key) => crate::approvals::with_key(approvals, key.clone()),
-                None => approvals,
-            }),
+            approvals: Some(setup.signing(approvals)),
             ..request
         };
         // The upstream calls of the run relay what their servers ask to this client.
@@ -610,7 +622,7 @@ fn run_code_tool(
         );
     }
     if languages.contains(&"python") && !catalogue.python_packages.is_empty() {
-        description.push_str(&crate::describe::packages_line(&catalogue.python_packages));
+        description.push_str(&crate::packages_line(&catalogue.python_packages));
     }
     // Each language's declarations while they fit, in the config's order; the rest are a
     // describe_tools call away.
