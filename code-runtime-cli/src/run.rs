@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use code_runtime::{
-    CancellationToken, CodeRunRequest, ContractError, EventSink, Isolation, Language, Limits,
+    Budget, CancellationToken, CodeRunRequest, ContractError, EventSink, Isolation, Language,
+    Limits, RunLimits,
 };
 use code_runtime_fixtures::{
     BindingsFile, DEFAULT_RECORD_BYTES, EventLog, LimitsFile, Recorder, Rotation, load_bindings,
@@ -47,20 +48,8 @@ pub(crate) struct Options {
     /// "maxCallsPerFunction", "maxPendingCalls"}; the flags override it.
     #[arg(long, value_name = "FILE")]
     limits: Option<PathBuf>,
-    /// Wall-clock ceiling in milliseconds [default: 600000]; it stands still while a call waits
-    /// for a decision.
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    timeout_ms: Option<u64>,
-    /// CPU budget in milliseconds [default: 60000]
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    compute_ms: Option<u64>,
-    /// Memory budget in MiB [default: 512]; what the program makes the host hold (values, calls,
-    /// output) is held to it as well.
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    memory_mb: Option<u64>,
-    /// Output budget over the logs plus the value or message [default: 67108864]
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    max_output_bytes: Option<u64>,
+    #[command(flatten)]
+    budgets: BudgetFlags,
     /// A result over the output budget is shrunk structurally (its largest strings and arrays
     /// cut first, same shape, marked) instead of failing as output-limit; the result then says
     /// "truncated": {"fromBytes", "toBytes"}. The memory budget still stops the run.
@@ -87,12 +76,6 @@ pub(crate) struct Options {
     /// programs only) [default: process]
     #[arg(long, value_name = "MODE", value_parser = isolation())]
     isolation: Option<Isolation>,
-    /// Binding calls a run may make [default: 10000]; more reject.
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    max_calls: Option<u64>,
-    /// Binding calls in flight at once [default: 1000]; more wait their turn.
-    #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
-    max_pending_calls: Option<u64>,
     /// Who decides the calls of functions marked "approval": ask on the terminal, deny (the
     /// program may catch the denial), allow, or pause the run (with --checkpoint) [default: deny]
     #[arg(long, value_name = "MODE", value_enum)]
@@ -309,22 +292,54 @@ fn isolation() -> impl clap::builder::TypedValueParser<Value = Isolation> {
     clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<Isolation>())
 }
 
+/// The budget flags, one per [`Budget`] (`--timeout-ms`, `--compute-ms`, `--memory-mb`, ..):
+/// what they set overrides the limits file.
+#[derive(Clone, Copy, Debug, Default)]
+struct BudgetFlags(RunLimits);
+
+impl clap::FromArgMatches for BudgetFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = Self::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for budget in Budget::ALL {
+            if let Some(value) = matches.get_one::<u64>(budget.name()) {
+                *budget.request_slot(&mut self.0) = Some(*value);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl clap::Args for BudgetFlags {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        Budget::ALL.into_iter().fold(command, |command, budget| {
+            command.arg(
+                clap::Arg::new(budget.name())
+                    .long(budget.flag())
+                    .value_name("N")
+                    .value_parser(crate::count)
+                    .allow_hyphen_values(true)
+                    .help(format!("{} [default: {}]", budget.about(), budget.default_value())),
+            )
+        })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
+}
+
 /// Provider defaults, then the limits file, then the flags.
 fn limits(args: &Options) -> Result<Limits, Failure> {
     let file = match &args.limits {
         Some(path) => LimitsFile::load(path)?,
         None => LimitsFile::default(),
     };
-    let flags = LimitsFile {
-        timeout_ms: args.timeout_ms,
-        compute_ms: args.compute_ms,
-        memory_mb: args.memory_mb,
-        max_output_bytes: args.max_output_bytes,
-        max_calls: args.max_calls,
-        max_pending_calls: args.max_pending_calls,
-        ..LimitsFile::default()
-    };
-    let limits = flags.apply(file.apply(Limits::default()));
+    let limits = file.apply(Limits::default()).overridden(&args.budgets.0);
     limits.validate()?;
     Ok(limits)
 }

@@ -4,7 +4,7 @@
 //!
 //! - [`load_bindings`]: a bindings file, namespaces whose functions are canned behaviours (`echo`,
 //!   `reply`, `reject`, optionally after `delayMs`) or external commands.
-//! - [`LimitsFile`]: a limits file, `timeoutMs`, `computeMs`, `memoryMb`, `maxOutputBytes`.
+//! - [`LimitsFile`]: a limits file, each budget by its key (`timeoutMs`, `computeMs`, ..).
 //! - [`Recorder`]: every binding call of a run, written as the command's `--record` lines as the
 //!   calls settle (nothing kept, the file bounded), or kept as [`CallRecord`]s for a harness.
 //! - [`EventLog`]: a run's live events, written as the command's `--events` lines.

@@ -2,29 +2,18 @@
 
 use std::path::Path;
 
-use code_runtime::Limits;
 use code_runtime::json::{self, JsonValue};
+use code_runtime::{Budget, Limits, RunLimits};
 
 use crate::{FixtureError, read_document};
 
 /// `{"timeoutMs", "computeMs", "memoryMb", "maxOutputBytes", "maxCalls", "maxCallsPerFunction",
-/// "maxPendingCalls"}`, all optional: the budgets a file sets, applied over a provider's defaults.
+/// "maxPendingCalls"}` (each budget's [`Budget::key`]), all optional: the budgets a file sets,
+/// applied over a provider's defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LimitsFile {
-    /// `timeoutMs`: the wall clock ([`Limits::max_wall_ms`]).
-    pub timeout_ms: Option<u64>,
-    /// `computeMs` ([`Limits::compute_ms`]).
-    pub compute_ms: Option<u64>,
-    /// `memoryMb` ([`Limits::max_memory_mb`]).
-    pub memory_mb: Option<u64>,
-    /// `maxOutputBytes` ([`Limits::max_output_bytes`]).
-    pub max_output_bytes: Option<u64>,
-    /// `maxCalls` ([`Limits::max_calls`]).
-    pub max_calls: Option<u64>,
-    /// `maxCallsPerFunction` ([`Limits::max_calls_per_function`]).
-    pub max_calls_per_function: Option<u64>,
-    /// `maxPendingCalls` ([`Limits::max_pending_calls`]).
-    pub max_pending_calls: Option<u64>,
+    /// What the file sets, by budget.
+    pub values: RunLimits,
 }
 
 impl LimitsFile {
@@ -51,38 +40,21 @@ impl LimitsFile {
             let number = value.as_u64().ok_or_else(|| {
                 FixtureError::new(format!("{origin}: {key} must be a non-negative integer"))
             })?;
-            let slot = match key.as_str() {
-                "timeoutMs" => &mut file.timeout_ms,
-                "computeMs" => &mut file.compute_ms,
-                "memoryMb" => &mut file.memory_mb,
-                "maxOutputBytes" => &mut file.max_output_bytes,
-                "maxCalls" => &mut file.max_calls,
-                "maxCallsPerFunction" => &mut file.max_calls_per_function,
-                "maxPendingCalls" => &mut file.max_pending_calls,
-                other => {
-                    return Err(FixtureError::new(format!(
-                        "{origin}: unknown limit {} (timeoutMs, computeMs, memoryMb, maxOutputBytes, maxCalls, maxCallsPerFunction, maxPendingCalls)",
-                        json::quote(other)
-                    )));
-                }
+            let Some(budget) = Budget::ALL.into_iter().find(|budget| budget.key() == key) else {
+                let keys: Vec<&str> = Budget::ALL.map(Budget::key).to_vec();
+                return Err(FixtureError::new(format!(
+                    "{origin}: unknown limit {} ({})",
+                    json::quote(key),
+                    keys.join(", ")
+                )));
             };
-            *slot = Some(number);
+            *budget.request_slot(&mut file.values) = Some(number);
         }
         Ok(file)
     }
 
     /// `limits` with what this file sets.
     pub fn apply(&self, limits: Limits) -> Limits {
-        Limits {
-            max_wall_ms: self.timeout_ms.unwrap_or(limits.max_wall_ms),
-            compute_ms: self.compute_ms.unwrap_or(limits.compute_ms),
-            max_memory_mb: self.memory_mb.unwrap_or(limits.max_memory_mb),
-            max_output_bytes: self.max_output_bytes.unwrap_or(limits.max_output_bytes),
-            max_calls: self.max_calls.unwrap_or(limits.max_calls),
-            max_calls_per_function: self
-                .max_calls_per_function
-                .unwrap_or(limits.max_calls_per_function),
-            max_pending_calls: self.max_pending_calls.unwrap_or(limits.max_pending_calls),
-        }
+        limits.overridden(&self.values)
     }
 }

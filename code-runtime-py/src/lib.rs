@@ -59,4 +59,11 @@ mod _native {
     fn shutdown(py: Python<'_>) {
         py.detach(super::executor::shutdown);
     }
+
+    /// Every budget, `(name, default)`, in the order the core declares them: the fields of the
+    /// package's `Limits` (a test holds them equal).
+    #[pyfunction]
+    fn budgets() -> Vec<(&'static str, u64)> {
+        code_runtime::Budget::ALL.map(|budget| (budget.name(), budget.default_value())).to_vec()
+    }
 }

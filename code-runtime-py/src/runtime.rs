@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use code_runtime::{
-    Approvals, AsLanguage, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest,
+    Approvals, AsLanguage, Budget, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest,
     CodeRuntime, ContractError, Decision, Decisions, Isolation, Language, Limits, RunLimits,
     binding,
 };
@@ -30,28 +30,18 @@ pub(crate) struct NativeRuntime {
     packages: Vec<(String, String)>,
 }
 
-/// The limit names, as the package's `Limits` spells them.
-const LIMIT_NAMES: [&str; 7] = [
-    "compute_ms",
-    "max_wall_ms",
-    "max_output_bytes",
-    "max_memory_mb",
-    "max_calls",
-    "max_calls_per_function",
-    "max_pending_calls",
-];
-
-/// The limits a dict sets, by name; a name not in [`LIMIT_NAMES`] or a value that is not a
-/// non-negative integer is misuse.
-fn limit_values(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(&'static str, u64)>> {
-    let Some(limits) = limits else { return Ok(Vec::new()) };
-    let mut values = Vec::new();
+/// The budgets a dict sets, by [`Budget::name`] (the package's `Limits` spells them so); a name
+/// no budget has or a value that is not a non-negative integer is misuse.
+fn limit_values(limits: Option<&Bound<'_, PyDict>>) -> PyResult<RunLimits> {
+    let mut values = RunLimits::default();
+    let Some(limits) = limits else { return Ok(values) };
     for (key, value) in limits.iter() {
         let key: String = key.extract().map_err(|_| contract_error("limit names are str"))?;
-        let Some(name) = LIMIT_NAMES.iter().find(|name| **name == key) else {
+        let Some(budget) = Budget::ALL.into_iter().find(|budget| budget.name() == key) else {
+            let names: Vec<&str> = Budget::ALL.map(Budget::name).to_vec();
             return Err(contract_error(format!(
                 "unknown limit {key:?} (the limits are {})",
-                LIMIT_NAMES.join(", ")
+                names.join(", ")
             )));
         };
         if value.is_none() {
@@ -60,61 +50,22 @@ fn limit_values(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(&'static st
         let value: u64 = value
             .extract()
             .map_err(|_| contract_error(format!("limit {key} must be a non-negative int")))?;
-        values.push((*name, value));
+        *budget.request_slot(&mut values) = Some(value);
     }
     Ok(values)
 }
 
-/// The provider's limits: the defaults, with the dict's values ([`run_limits`] reads them once)
-/// in place.
+/// The provider's limits: the defaults, with the dict's values in place.
 fn provider_limits(limits: Option<&Bound<'_, PyDict>>) -> PyResult<Limits> {
-    let given = run_limits(limits)?;
-    let mut out = Limits::default();
-    for (slot, value) in [
-        (&mut out.compute_ms, given.compute_ms),
-        (&mut out.max_wall_ms, given.max_wall_ms),
-        (&mut out.max_output_bytes, given.max_output_bytes),
-        (&mut out.max_memory_mb, given.max_memory_mb),
-        (&mut out.max_calls, given.max_calls),
-        (&mut out.max_calls_per_function, given.max_calls_per_function),
-        (&mut out.max_pending_calls, given.max_pending_calls),
-    ] {
-        if let Some(value) = value {
-            *slot = value;
-        }
-    }
-    out.validate().map_err(contract_error)?;
-    Ok(out)
-}
-
-fn run_limits(limits: Option<&Bound<'_, PyDict>>) -> PyResult<RunLimits> {
-    let mut out = RunLimits::default();
-    for (name, value) in limit_values(limits)? {
-        *match name {
-            "compute_ms" => &mut out.compute_ms,
-            "max_wall_ms" => &mut out.max_wall_ms,
-            "max_output_bytes" => &mut out.max_output_bytes,
-            "max_memory_mb" => &mut out.max_memory_mb,
-            "max_calls" => &mut out.max_calls,
-            "max_calls_per_function" => &mut out.max_calls_per_function,
-            _ => &mut out.max_pending_calls,
-        } = Some(value);
-    }
-    Ok(out)
+    let limits = Limits::default().overridden(&limit_values(limits)?);
+    limits.validate().map_err(contract_error)?;
+    Ok(limits)
 }
 
 fn limits_dict<'py>(py: Python<'py>, limits: &Limits) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    for (name, value) in [
-        ("compute_ms", limits.compute_ms),
-        ("max_wall_ms", limits.max_wall_ms),
-        ("max_output_bytes", limits.max_output_bytes),
-        ("max_memory_mb", limits.max_memory_mb),
-        ("max_calls", limits.max_calls),
-        ("max_calls_per_function", limits.max_calls_per_function),
-        ("max_pending_calls", limits.max_pending_calls),
-    ] {
-        dict.set_item(name, value)?;
+    for budget in Budget::ALL {
+        dict.set_item(budget.name(), budget.of(limits))?;
     }
     Ok(dict)
 }
@@ -243,7 +194,7 @@ impl NativeRuntime {
                 request = request.value(name, value);
             }
         }
-        request = request.limits(run_limits(limits)?);
+        request = request.limits(limit_values(limits)?);
         if call_tool {
             request = request.call_tool();
         }

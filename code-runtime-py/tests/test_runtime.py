@@ -388,6 +388,17 @@ def test_a_limit_above_the_runtimes_is_a_contract_error(rt: Runtime) -> None:
         run(rt.run("return 1", limits={"max_calls": 10**9}))
 
 
+def test_the_limits_fields_are_the_cores_budgets() -> None:
+    # The core declares each budget once; the package's typed Limits must name every one, in
+    # its order, and a runtime reports each at its default.
+    from code_runtime import _native
+
+    budgets = _native.budgets()
+    assert [field.name for field in dataclasses.fields(Limits)] == [name for name, _ in budgets]
+    with Runtime("python", warm=False) as runtime:
+        assert dataclasses.asdict(runtime.limits) == dict(budgets)
+
+
 def test_an_unknown_limit_is_a_contract_error() -> None:
     with pytest.raises(ContractError, match="unknown limit"):
         Runtime("python", limits={"max_wall": 5})

@@ -113,7 +113,7 @@ pub use crate::event::{EventSink, RunEvent};
 pub use crate::isolation::{Isolation, UnknownIsolation};
 pub use crate::json::JsonValue;
 pub use crate::language::{AsLanguage, Language, UnknownLanguage};
-pub use crate::limits::Limits;
+pub use crate::limits::{Budget, Limits};
 pub use crate::request::{Approvals, CodeRunRequest, Resume, RunLimits};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind, Truncated};
 pub use crate::runtime::{CodeRuntime, WithApprovals};

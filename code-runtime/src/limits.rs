@@ -1,4 +1,11 @@
-//! [`Limits`]: the budgets every provider enforces, with their defaults and their validation.
+//! [`Limits`]: the budgets every provider enforces, with their defaults and their validation;
+//! [`Budget`]: each of the seven declared once (its field, its document key, its command-line
+//! flag, what it counts and in what unit, its default, its bounds), so that everything that
+//! lists them ([`Limits`]' validation, tightening and default, [`RunLimits`], the limits file,
+//! the command's flags, the Python package's keyword arguments) is derived from
+//! [`Budget::ALL`].
+
+use std::ops::RangeInclusive;
 
 use crate::error::{ConfigError, ContractError};
 use crate::request::RunLimits;
@@ -55,42 +62,31 @@ impl Limits {
     /// budget reads the same in JavaScript.
     pub const MAX_OUTPUT_BYTES: u64 = (1 << 53) - 1;
 
-    /// Checks every field, in declaration order.
+    /// Checks every field, in declaration order ([`Budget::check`]).
     ///
     /// # Errors
     ///
     /// The first invalid field, e.g. `code-runtime: config.compute_ms must be a positive number,
     /// got 0`.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for (key, value) in [
-            ("compute_ms", self.compute_ms),
-            ("max_wall_ms", self.max_wall_ms),
-            ("max_output_bytes", self.max_output_bytes),
-            ("max_memory_mb", self.max_memory_mb),
-            ("max_calls", self.max_calls),
-            ("max_calls_per_function", self.max_calls_per_function),
-            ("max_pending_calls", self.max_pending_calls),
-        ] {
-            if value == 0 {
-                return Err(ConfigError::new(key, "must be a positive number", value));
-            }
-        }
-        if self.max_wall_ms > Self::MAX_WALL_MS {
-            return Err(ConfigError::new(
-                "max_wall_ms",
-                "must be at most 2147483647",
-                self.max_wall_ms,
-            ));
-        }
-        let min_output = Self::MIN_OUTPUT_BYTES;
-        if !(min_output..=Self::MAX_OUTPUT_BYTES).contains(&self.max_output_bytes) {
-            return Err(ConfigError::new(
-                "max_output_bytes",
-                "must be a safe integer of at least 4",
-                self.max_output_bytes,
-            ));
+        for budget in Budget::ALL {
+            let value = budget.of(self);
+            budget.check(value).map_err(|why| ConfigError::new(budget.name(), why, value))?;
         }
         Ok(())
+    }
+
+    /// These limits with each budget `overrides` sets in place (not checked: a provider's
+    /// construction validates them).
+    #[must_use]
+    pub fn overridden(self, overrides: &RunLimits) -> Limits {
+        let mut limits = self;
+        for budget in Budget::ALL {
+            if let Some(value) = budget.requested(overrides) {
+                *budget.slot(&mut limits) = value;
+            }
+        }
+        limits
     }
 
     /// `max_output_bytes` as a `usize`. Validated limits fit on every 64-bit target; saturates
@@ -121,38 +117,14 @@ impl Limits {
     ///
     /// [`ContractError::InvalidRunLimit`] for a requested value that is zero or above this one.
     pub fn tighten(&self, request: &RunLimits) -> Result<Limits, ContractError> {
-        let tightened = |key: &'static str, requested: Option<u64>, provider: u64| match requested {
-            None => Ok(provider),
-            Some(value) if (1..=provider).contains(&value) => Ok(value),
-            Some(value) => Err(ContractError::InvalidRunLimit { key, value, provider }),
-        };
-        let limits = Limits {
-            compute_ms: tightened("compute_ms", request.compute_ms, self.compute_ms)?,
-            max_wall_ms: tightened("max_wall_ms", request.max_wall_ms, self.max_wall_ms)?,
-            max_output_bytes: tightened(
-                "max_output_bytes",
-                request.max_output_bytes,
-                self.max_output_bytes,
-            )?,
-            max_memory_mb: tightened("max_memory_mb", request.max_memory_mb, self.max_memory_mb)?,
-            max_calls: tightened("max_calls", request.max_calls, self.max_calls)?,
-            max_calls_per_function: tightened(
-                "max_calls_per_function",
-                request.max_calls_per_function,
-                self.max_calls_per_function,
-            )?,
-            max_pending_calls: tightened(
-                "max_pending_calls",
-                request.max_pending_calls,
-                self.max_pending_calls,
-            )?,
-        };
-        if limits.max_output_bytes < Self::MIN_OUTPUT_BYTES {
-            return Err(ContractError::InvalidRunLimit {
-                key: "max_output_bytes",
-                value: limits.max_output_bytes,
-                provider: self.max_output_bytes,
-            });
+        let mut limits = *self;
+        for budget in Budget::ALL {
+            let provider = budget.of(self);
+            let Some(value) = budget.requested(request) else { continue };
+            if !(1..=provider).contains(&value) || budget.check(value).is_err() {
+                return Err(ContractError::InvalidRunLimit { key: budget.name(), value, provider });
+            }
+            *budget.slot(&mut limits) = value;
         }
         Ok(limits)
     }
@@ -160,14 +132,234 @@ impl Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            compute_ms: 60_000,
-            max_wall_ms: 600_000,
-            max_output_bytes: 67_108_864,
-            max_memory_mb: 512,
-            max_calls: 10_000,
-            max_calls_per_function: 10_000,
-            max_pending_calls: 1_000,
+        let mut limits = Self {
+            compute_ms: 0,
+            max_wall_ms: 0,
+            max_output_bytes: 0,
+            max_memory_mb: 0,
+            max_calls: 0,
+            max_calls_per_function: 0,
+            max_pending_calls: 0,
+        };
+        for budget in Budget::ALL {
+            *budget.slot(&mut limits) = budget.default_value();
+        }
+        limits
+    }
+}
+
+/// One budget of a run.
+///
+/// ```
+/// use code_runtime::{Budget, Limits};
+///
+/// assert_eq!(Budget::Wall.name(), "max_wall_ms");
+/// assert_eq!(Budget::Wall.key(), "timeoutMs");
+/// assert_eq!(Budget::Wall.flag(), "timeout-ms");
+/// assert_eq!(Budget::Wall.of(&Limits::default()), 600_000);
+/// assert_eq!(Budget::from_name("maxCalls"), Some(Budget::Calls));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Budget {
+    /// CPU time, in milliseconds ([`Limits::compute_ms`]).
+    Compute,
+    /// The wall clock, in milliseconds ([`Limits::max_wall_ms`]).
+    Wall,
+    /// Logs plus the value or the error, in bytes of JSON ([`Limits::max_output_bytes`]).
+    Output,
+    /// Memory, in MiB ([`Limits::max_memory_mb`]).
+    Memory,
+    /// Binding calls in all ([`Limits::max_calls`]).
+    Calls,
+    /// Calls to any one function ([`Limits::max_calls_per_function`]).
+    CallsPerFunction,
+    /// Calls the host runs at once ([`Limits::max_pending_calls`]).
+    PendingCalls,
+}
+
+/// What is declared of each budget.
+struct Declaration {
+    /// The field of [`Limits`] and [`RunLimits`], and the Python package's keyword.
+    name: &'static str,
+    /// A limits file's key, and the MCP config's `"limits"` key.
+    key: &'static str,
+    /// The command line's long flag.
+    flag: &'static str,
+    /// What it counts, for help texts.
+    about: &'static str,
+    default: u64,
+    bounds: RangeInclusive<u64>,
+    /// What a value out of `bounds` is told (a zero is told "must be a positive number").
+    requirement: &'static str,
+}
+
+const POSITIVE: &str = "must be a positive number";
+
+impl Budget {
+    /// Every budget, in [`Limits`]' declaration order (the order validation checks them).
+    pub const ALL: [Budget; 7] = [
+        Budget::Compute,
+        Budget::Wall,
+        Budget::Output,
+        Budget::Memory,
+        Budget::Calls,
+        Budget::CallsPerFunction,
+        Budget::PendingCalls,
+    ];
+
+    fn declaration(self) -> Declaration {
+        let positive = 1..=u64::MAX;
+        match self {
+            Budget::Compute => Declaration {
+                name: "compute_ms",
+                key: "computeMs",
+                flag: "compute-ms",
+                about: "CPU budget in milliseconds",
+                default: 60_000,
+                bounds: positive,
+                requirement: POSITIVE,
+            },
+            Budget::Wall => Declaration {
+                name: "max_wall_ms",
+                key: "timeoutMs",
+                flag: "timeout-ms",
+                about: concat!(
+                    "Wall-clock ceiling in milliseconds; it stands still while a call waits for ",
+                    "a decision"
+                ),
+                default: 600_000,
+                bounds: 1..=Limits::MAX_WALL_MS,
+                requirement: "must be at most 2147483647",
+            },
+            Budget::Output => Declaration {
+                name: "max_output_bytes",
+                key: "maxOutputBytes",
+                flag: "max-output-bytes",
+                about: "Output budget over the logs plus the value or message, in bytes",
+                default: 67_108_864,
+                bounds: Limits::MIN_OUTPUT_BYTES..=Limits::MAX_OUTPUT_BYTES,
+                requirement: "must be a safe integer of at least 4",
+            },
+            Budget::Memory => Declaration {
+                name: "max_memory_mb",
+                key: "memoryMb",
+                flag: "memory-mb",
+                about: concat!(
+                    "Memory budget in MiB; what the program makes the host hold (values, calls, ",
+                    "output) is held to it as well"
+                ),
+                default: 512,
+                bounds: positive,
+                requirement: POSITIVE,
+            },
+            Budget::Calls => Declaration {
+                name: "max_calls",
+                key: "maxCalls",
+                flag: "max-calls",
+                about: "Binding calls a run may make; more reject",
+                default: 10_000,
+                bounds: positive,
+                requirement: POSITIVE,
+            },
+            Budget::CallsPerFunction => Declaration {
+                name: "max_calls_per_function",
+                key: "maxCallsPerFunction",
+                flag: "max-calls-per-function",
+                about: "Binding calls a run may make to any one function; more reject",
+                default: 10_000,
+                bounds: positive,
+                requirement: POSITIVE,
+            },
+            Budget::PendingCalls => Declaration {
+                name: "max_pending_calls",
+                key: "maxPendingCalls",
+                flag: "max-pending-calls",
+                about: "Binding calls in flight at once; more wait their turn",
+                default: 1_000,
+                bounds: positive,
+                requirement: POSITIVE,
+            },
+        }
+    }
+
+    /// Its field in [`Limits`] and [`RunLimits`], the Python package's keyword:
+    /// `"compute_ms"`, `"max_wall_ms"`, `"max_output_bytes"`, `"max_memory_mb"`, `"max_calls"`,
+    /// `"max_calls_per_function"`, `"max_pending_calls"`.
+    pub fn name(self) -> &'static str {
+        self.declaration().name
+    }
+
+    /// Its key in a limits file and the MCP config's `"limits"`: `"computeMs"`, `"timeoutMs"`,
+    /// `"maxOutputBytes"`, `"memoryMb"`, `"maxCalls"`, `"maxCallsPerFunction"`,
+    /// `"maxPendingCalls"`.
+    pub fn key(self) -> &'static str {
+        self.declaration().key
+    }
+
+    /// Its long flag on the command line, without the dashes (`"timeout-ms"`).
+    pub fn flag(self) -> &'static str {
+        self.declaration().flag
+    }
+
+    /// What it bounds, in a sentence for help texts.
+    pub fn about(self) -> &'static str {
+        self.declaration().about
+    }
+
+    /// Its value in [`Limits::default`].
+    pub fn default_value(self) -> u64 {
+        self.declaration().default
+    }
+
+    /// The budget of a name: its [`name`](Self::name) or its [`key`](Self::key).
+    pub fn from_name(name: &str) -> Option<Budget> {
+        Budget::ALL.into_iter().find(|budget| budget.name() == name || budget.key() == name)
+    }
+
+    /// Its value in `limits`.
+    pub fn of(self, limits: &Limits) -> u64 {
+        *self.slot(&mut limits.clone())
+    }
+
+    /// Its field in `limits`.
+    pub fn slot(self, limits: &mut Limits) -> &mut u64 {
+        match self {
+            Budget::Compute => &mut limits.compute_ms,
+            Budget::Wall => &mut limits.max_wall_ms,
+            Budget::Output => &mut limits.max_output_bytes,
+            Budget::Memory => &mut limits.max_memory_mb,
+            Budget::Calls => &mut limits.max_calls,
+            Budget::CallsPerFunction => &mut limits.max_calls_per_function,
+            Budget::PendingCalls => &mut limits.max_pending_calls,
+        }
+    }
+
+    /// Its value in `run`, if the run asks for one.
+    pub fn requested(self, run: &RunLimits) -> Option<u64> {
+        *self.request_slot(&mut run.clone())
+    }
+
+    /// Its field in `run`.
+    pub fn request_slot(self, run: &mut RunLimits) -> &mut Option<u64> {
+        match self {
+            Budget::Compute => &mut run.compute_ms,
+            Budget::Wall => &mut run.max_wall_ms,
+            Budget::Output => &mut run.max_output_bytes,
+            Budget::Memory => &mut run.max_memory_mb,
+            Budget::Calls => &mut run.max_calls,
+            Budget::CallsPerFunction => &mut run.max_calls_per_function,
+            Budget::PendingCalls => &mut run.max_pending_calls,
+        }
+    }
+
+    /// Whether `value` is a valid setting of it; `Err` says what it must be.
+    pub fn check(self, value: u64) -> Result<(), &'static str> {
+        let declaration = self.declaration();
+        match value {
+            0 => Err(POSITIVE),
+            value if declaration.bounds.contains(&value) => Ok(()),
+            _ => Err(declaration.requirement),
         }
     }
 }

@@ -297,6 +297,24 @@ fn call_budgets_reject_calls_over_them() {
         stdout(&output),
         "{\"logs\":[],\"value\":\"binding \\\"tools.echo\\\" was not called: this run may call it at most once\"}\n"
     );
+    // Every budget has its flag (they come from the budgets' one declaration), and a flag
+    // overrides the limits file.
+    let output = run(&["run", &program, "--bindings", &bindings, "--max-calls-per-function", "1"]);
+    assert_eq!(
+        stdout(&output),
+        "{\"logs\":[],\"value\":\"binding \\\"tools.echo\\\" was not called: this run may call it at most once\"}\n"
+    );
+    let output = run(&[
+        "run",
+        &program,
+        "--bindings",
+        &bindings,
+        "--limits",
+        &limits,
+        "--max-calls-per-function",
+        "2",
+    ]);
+    assert_eq!(stdout(&output), "{\"logs\":[]}\n", "{}", stderr(&output));
     check_misuse(
         &run(&["run", &program, "--max-calls", "0"]),
         "max_calls must be a positive number",

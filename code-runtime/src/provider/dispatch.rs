@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::binding::{BindingArgs, BindingError, BindingFunction, CodeBindingNamespace};
 use crate::input_schema::{InputSchema, Mismatch};
 use crate::json::{self, JsonValue};
-use crate::limits::Limits;
+use crate::limits::{Budget, Limits};
 use crate::provider::{catalogue, reactor};
 
 /// A substrate's name for one call, unique within its run; the host answers it once.
@@ -316,7 +316,7 @@ impl Calls {
         if self.made >= self.budget.calls {
             let limit = self.budget.calls;
             return BindingError::new(catalogue::calls_exhausted(label, limit))
-                .with_data(crate::json!({ "budget": "maxCalls", "limit": limit }));
+                .with_data(crate::json!({ "budget": Budget::Calls.key(), "limit": limit }));
         }
         self.made += 1;
         BindingError::new(catalogue::unknown_binding(label))
@@ -325,13 +325,13 @@ impl Calls {
     /// Whether the budgets admit one more call of the function at `index`; the catalogued
     /// rejection when they do not.
     fn admit_budget(&self, label: &str, index: usize) -> Result<(), BindingError> {
-        let refused = |budget: &str, limit: u64, message: String| {
+        let refused = |budget: Budget, limit: u64, message: String| {
             Err(BindingError::new(message)
-                .with_data(crate::json!({ "budget": budget, "limit": limit })))
+                .with_data(crate::json!({ "budget": budget.key(), "limit": limit })))
         };
         if self.made >= self.budget.calls {
             return refused(
-                "maxCalls",
+                Budget::Calls,
                 self.budget.calls,
                 catalogue::calls_exhausted(label, self.budget.calls),
             );
@@ -339,7 +339,7 @@ impl Calls {
         if self.made_per_function[index] >= self.budget.per_function {
             let limit = self.budget.per_function;
             return refused(
-                "maxCallsPerFunction",
+                Budget::CallsPerFunction,
                 limit,
                 catalogue::function_calls_exhausted(label, limit),
             );

@@ -153,3 +153,56 @@ fn a_request_never_loosens_the_provider_limits() {
         assert!(provider.tighten(&limits).is_err(), "{limits:?}");
     }
 }
+
+/// Each budget is declared once; everything that lists the budgets reads the declaration.
+#[test]
+fn each_budget_is_declared_once_and_every_spelling_finds_it() {
+    use code_runtime::Budget;
+    let defaults = Limits::default();
+    let mut names = std::collections::HashSet::new();
+    for budget in Budget::ALL {
+        for spelling in [budget.name(), budget.key(), budget.flag()] {
+            assert!(names.insert(spelling), "{spelling} names two budgets");
+        }
+        assert_eq!(Budget::from_name(budget.name()), Some(budget));
+        assert_eq!(Budget::from_name(budget.key()), Some(budget));
+        // The flag is the key in kebab case (`timeoutMs`, `--timeout-ms`).
+        let kebab: String = budget
+            .key()
+            .chars()
+            .flat_map(|c| match c.is_ascii_uppercase() {
+                true => vec!['-', c.to_ascii_lowercase()],
+                false => vec![c],
+            })
+            .collect();
+        assert_eq!(budget.flag(), kebab);
+        assert_eq!(budget.of(&defaults), budget.default_value());
+        // Its slots are its own: setting one sets no other budget.
+        let mut limits = defaults;
+        *budget.slot(&mut limits) = 7;
+        let mut run = RunLimits::default();
+        *budget.request_slot(&mut run) = Some(7);
+        for other in Budget::ALL {
+            let expected = if other == budget { 7 } else { other.default_value() };
+            assert_eq!(other.of(&limits), expected, "{} after {}", other.name(), budget.name());
+            assert_eq!(other.requested(&run), (other == budget).then_some(7));
+        }
+        assert_eq!(defaults.overridden(&run), limits);
+        // A zero is never a budget: at construction it is misuse, in a request too.
+        assert_eq!(budget.check(0), Err("must be a positive number"));
+        let zero = defaults.overridden(&run_of(budget, 0));
+        let error = zero.validate().expect_err("zero");
+        assert_eq!(error.key(), budget.name());
+        assert!(matches!(
+            defaults.tighten(&run_of(budget, 0)),
+            Err(ContractError::InvalidRunLimit { key, value: 0, .. }) if key == budget.name()
+        ));
+    }
+    assert_eq!(Budget::from_name("heapMb"), None);
+}
+
+fn run_of(budget: code_runtime::Budget, value: u64) -> RunLimits {
+    let mut run = RunLimits::default();
+    *budget.request_slot(&mut run) = Some(value);
+    run
+}
