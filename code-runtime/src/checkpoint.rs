@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+use crate::approval::Decision;
 use crate::binding::BindingError;
 use crate::json::{self, JsonArray, JsonMap, JsonValue};
 
@@ -325,7 +326,8 @@ pub struct Paused {
 /// call with no decision is asked of the request's approver again (or denied, without one).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decisions {
-    pub(crate) by_call: BTreeMap<u64, Option<String>>,
+    /// [`Decision::Allow`] or [`Decision::Deny`], never [`Decision::Pause`].
+    pub(crate) by_call: BTreeMap<u64, Decision>,
 }
 
 impl Decisions {
@@ -337,20 +339,20 @@ impl Decisions {
     /// Allows call `id`.
     #[must_use]
     pub fn allow(mut self, id: u64) -> Self {
-        self.by_call.insert(id, None);
+        self.by_call.insert(id, Decision::Allow);
         self
     }
 
     /// Denies call `id` with `reason`.
     #[must_use]
     pub fn deny(mut self, id: u64, reason: impl Into<String>) -> Self {
-        self.by_call.insert(id, Some(reason.into()));
+        self.by_call.insert(id, Decision::deny(reason));
         self
     }
 
-    /// The decision on call `id`: `Some(Ok(()))` allowed, `Some(Err(reason))` denied.
-    pub fn get(&self, id: u64) -> Option<Result<(), &str>> {
-        self.by_call.get(&id).map(|reason| reason.as_deref().map_or(Ok(()), Err))
+    /// The decision on call `id`: [`Decision::Allow`] or [`Decision::Deny`].
+    pub fn get(&self, id: u64) -> Option<&Decision> {
+        self.by_call.get(&id)
     }
 }
 
@@ -684,8 +686,8 @@ mod tests {
     #[test]
     fn decisions_read_back() {
         let decisions = Decisions::new().allow(2).deny(3, "no");
-        assert_eq!(decisions.get(2), Some(Ok(())));
-        assert_eq!(decisions.get(3), Some(Err("no")));
+        assert_eq!(decisions.get(2), Some(&Decision::Allow));
+        assert_eq!(decisions.get(3), Some(&Decision::deny("no")));
         assert_eq!(decisions.get(4), None);
     }
 }

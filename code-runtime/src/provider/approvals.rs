@@ -28,7 +28,33 @@ pub(crate) struct Asked {
 pub(crate) struct Verdict {
     pub(crate) id: CallId,
     pub(crate) decision: Decision,
-    pub(crate) by: String,
+    pub(crate) by: Decider,
+}
+
+/// Who decided on a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Decider {
+    /// The request's approver, by its [`name`](crate::Approver::name).
+    Approver(String),
+    /// The resume that brought the decision.
+    Resume,
+    /// No one, in time: the approvals' timeout denied it.
+    Timeout,
+    /// No one: the request has no approver, which denies.
+    NoApprover,
+}
+
+impl Decider {
+    /// How events, records and a granted argument name it: the approver's name, `"resume"`,
+    /// `"timeout"`, `"none"`.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Decider::Approver(name) => name,
+            Decider::Resume => "resume",
+            Decider::Timeout => "timeout",
+            Decider::NoApprover => "none",
+        }
+    }
 }
 
 /// The calls of one run that wait for a decision, and the decisions on their way.
@@ -82,8 +108,11 @@ impl Approving {
         self.asked += 1;
         self.waiting.insert(id, asked);
         let Some(approvals) = &self.approvals else {
-            let answer =
-                Verdict { id, decision: Decision::deny(catalogue::NO_APPROVER), by: "none".into() };
+            let answer = Verdict {
+                id,
+                decision: Decision::deny(catalogue::NO_APPROVER),
+                by: Decider::NoApprover,
+            };
             self.answers.push(Box::pin(std::future::ready(answer)));
             return Ok(request);
         };
@@ -94,7 +123,7 @@ impl Approving {
         let asking = request.clone();
         let answer = async move {
             let _held = held;
-            let by = approver.name().to_owned();
+            let name = approver.name().to_owned();
             // The approver is the host's code: a panic in it denies the call, as a panic in a
             // binding rejects it, and the host hears of it.
             let decide = AssertUnwindSafe(approver.decide(&asking)).catch_unwind();
@@ -104,14 +133,14 @@ impl Approving {
                         Ok(Decision::Pause) if !can_pause => Decision::deny(catalogue::CANNOT_PAUSE),
                         Ok(decision) => decision,
                         Err(_) => {
-                            tracing::error!(approver = %by, call = asking.call, "approver panicked");
+                            tracing::error!(approver = %name, call = asking.call, "approver panicked");
                             Decision::deny(catalogue::APPROVER_FAILED)
                         }
                     };
-                    Verdict { id, decision, by }
+                    Verdict { id, decision, by: Decider::Approver(name) }
                 }
                 () = deadline => {
-                    Verdict { id, decision: Decision::deny(catalogue::NO_DECISION), by: "timeout".into() }
+                    Verdict { id, decision: Decision::deny(catalogue::NO_DECISION), by: Decider::Timeout }
                 }
             }
         };

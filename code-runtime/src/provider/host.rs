@@ -592,7 +592,7 @@ async fn drive<S: Substrate>(
     if let Some(reason) = board.take_output_reason() {
         output.ledger.exceed_because(reason);
     }
-    report.approvals(board.approving.asked());
+    report.approvals(board.approvals_asked());
     let paused = matches!(finish, Finish::Paused);
     let ending = match finish {
         Finish::Ended(ending) => ending,
@@ -603,7 +603,7 @@ async fn drive<S: Substrate>(
         }
     };
     // The documented rule: calls still in flight when a run ends are cancelled (dropped).
-    let table = board.calls.table_handle();
+    let table = board.table();
     let Some(substrate) = running.substrate.take() else {
         return output.ledger.settle(hint::explained(ending, &table));
     };
@@ -678,18 +678,13 @@ async fn until_ending<S: Substrate>(
                 Event::Replayed { id, function, args } => board.call(substrate, report, (id, true), function, args),
                 Event::Ended(ending) => return Finish::Ended(ending),
             },
-            Some(settled) = std::future::poll_fn(|cx| board.calls.poll_settled(cx)), if !board.calls.is_empty() => {
-                board.settled(substrate, report, settled)
-            }
-            Some((answer, asked)) = std::future::poll_fn(|cx| board.approving.poll_answer(cx)), if !board.approving.is_empty() => {
-                board.decided(substrate, report, answer, asked)
-            }
+            ready = std::future::poll_fn(|cx| board.poll_ready(cx)) => board.ready(substrate, report, ready),
         };
         // The wall clock stands still while a call waits for a decision.
-        if board.approving.is_empty() {
-            stops.release();
-        } else {
+        if board.waits_for_decision() {
             stops.hold();
+        } else {
+            stops.release();
         }
         match turn {
             Turn::Continue => {}

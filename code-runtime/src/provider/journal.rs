@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use crate::approval::ApprovalRule;
+use crate::approval::{ApprovalRule, Decision};
 use crate::binding::{BindingError, CodeBindingNamespace};
 use crate::checkpoint::{CallState, CheckpointError, Decisions, Record, RecordedCall, hex};
 use crate::json::{self, JsonArray, JsonValue};
@@ -26,9 +26,9 @@ use crate::request::CodeRunRequest;
 pub(crate) enum Course {
     /// Run it: the call budgets, the input check and, for a marked function, the approver.
     Live,
-    /// A call that waited for a decision when its run paused, decided on resume: `Ok` runs it
-    /// (no approver asked again), `Err` denies it with the reason.
-    Decided(Result<(), String>),
+    /// A call that waited for a decision when its run paused, decided on resume:
+    /// [`Decision::Allow`] runs it (no approver asked again), [`Decision::Deny`] denies it.
+    Decided(Decision),
     /// The record answers it; take the answers now due with [`Journal::due`]. `counted` when
     /// it counted against the call budgets.
     Replayed { counted: bool },
@@ -201,7 +201,7 @@ impl Journal {
             // The substrate answered a call the record does not answer: it took another path.
             _ if given => given_unrecorded(true, number, now),
             CallState::Pending => match replay.decisions.get(number) {
-                Some(decision) => Course::Decided(decision.map_err(str::to_owned)),
+                Some(decision) => Course::Decided(decision.clone()),
                 None => Course::Live,
             },
             CallState::Dropped => Course::Live,

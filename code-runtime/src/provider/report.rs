@@ -10,6 +10,7 @@ use crate::binding::BindingError;
 use crate::event::{EventSink, RunEvent};
 use crate::json::{self, JsonValue};
 use crate::provider::CallId;
+use crate::provider::approvals::Decider;
 use crate::result::{CodeRunResult, FailureKind};
 
 /// One run's span and event sink. Every run ends its report exactly once: with its result
@@ -93,7 +94,8 @@ impl RunReport {
     }
 
     /// The decision on a call that waited for approval, and who made it: the audit trail.
-    pub(crate) fn decided(&self, id: CallId, decision: &Decision, by: &str) {
+    pub(crate) fn decided(&self, id: CallId, decision: &Decision, by: &Decider) {
+        let by = by.as_str();
         let reason = match decision {
             Decision::Deny(reason) => reason.as_str(),
             Decision::Allow | Decision::Pause => "",

@@ -1,7 +1,12 @@
 //! [`Switchboard`]: where each call the program makes goes: answered from a resumed run's
 //! record, refused by the budgets, asked of the approver, or run; and where each answer goes
-//! back, noted in the run's journal when the run may pause.
+//! back, noted in the run's journal when the run may pause. It owns the run's calls and the
+//! approvals they wait for: the host loop waits on [`Switchboard::poll_ready`] and hands what
+//! comes to [`Switchboard::ready`], and every answer the program gets goes out through one
+//! path (journal, report, substrate).
 
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::approval::Decision;
@@ -9,11 +14,13 @@ use crate::binding::{BindingArgs, BindingError};
 use crate::checkpoint::{Checkpoint, CheckpointKey, Paused};
 use crate::json::JsonValue;
 use crate::limits::Limits;
-use crate::provider::approvals::{self, Approving, Asked, Verdict};
+use crate::provider::approvals::{self, Approving, Asked, Decider, Verdict};
 use crate::provider::dispatch::{Calls, Settled};
 use crate::provider::journal::{Course, Journal};
 use crate::provider::report::RunReport;
-use crate::provider::{Answer, CallId, Ending, FunctionId, StopReason, Substrate, catalogue};
+use crate::provider::{
+    Answer, BindingTable, CallId, Ending, FunctionId, StopReason, Substrate, catalogue,
+};
 
 /// What the host loop does after a call or an answer.
 pub(crate) enum Turn {
@@ -27,10 +34,18 @@ pub(crate) enum Turn {
     Pause,
 }
 
+/// What the switchboard has for the host loop ([`Switchboard::poll_ready`]).
+pub(crate) enum Ready {
+    /// A host function answered.
+    Settled(Settled),
+    /// The approver decided on a call.
+    Decided(Verdict, Asked),
+}
+
 /// The calls of one run, the approvals they wait for, and the journal that records them.
 pub(crate) struct Switchboard {
-    pub(crate) calls: Calls,
-    pub(crate) approving: Approving,
+    calls: Calls,
+    approving: Approving,
     journal: Option<Journal>,
     key: Option<CheckpointKey>,
     /// Calls the program made, numbered from 1.
@@ -56,6 +71,51 @@ impl Switchboard {
     /// Why a host function ended the run as `output-limit`, if one did.
     pub(crate) fn take_output_reason(&mut self) -> Option<String> {
         self.output_reason.take()
+    }
+
+    /// The next answer of a host function or decision of the approver; `Pending` while there
+    /// is none (also when nothing is in flight or waiting: the host loop waits on other things
+    /// then).
+    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Ready> {
+        if !self.calls.is_empty()
+            && let Poll::Ready(Some(settled)) = self.calls.poll_settled(cx)
+        {
+            return Poll::Ready(Ready::Settled(settled));
+        }
+        if !self.approving.is_empty()
+            && let Poll::Ready(Some((verdict, asked))) = self.approving.poll_answer(cx)
+        {
+            return Poll::Ready(Ready::Decided(verdict, asked));
+        }
+        Poll::Pending
+    }
+
+    /// Takes what [`poll_ready`](Self::poll_ready) gave.
+    pub(crate) fn ready(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        ready: Ready,
+    ) -> Turn {
+        match ready {
+            Ready::Settled(settled) => self.settled(substrate, report, settled),
+            Ready::Decided(verdict, asked) => self.decided(substrate, report, verdict, asked),
+        }
+    }
+
+    /// Whether a call waits for a decision (the run's wall clock stands still meanwhile).
+    pub(crate) fn waits_for_decision(&self) -> bool {
+        !self.approving.is_empty()
+    }
+
+    /// How many calls the approver was asked about.
+    pub(crate) fn approvals_asked(&self) -> u64 {
+        self.approving.asked()
+    }
+
+    /// The run's binding table.
+    pub(crate) fn table(&self) -> Arc<BindingTable> {
+        self.calls.table_handle()
     }
 
     fn over_memory(&self) -> Turn {
@@ -108,20 +168,13 @@ impl Switchboard {
                     return self.answer(substrate, report, id, Err(rejection), false);
                 }
                 report.approval_requested(id, &asked);
-                match decision {
-                    Ok(()) => {
-                        report.decided(id, &Decision::Allow, "resume");
-                        let mut args = args;
-                        args.approve("resume");
-                        self.calls.begin(id, function, args);
-                        Turn::Continue
-                    }
-                    Err(reason) => {
-                        report.decided(id, &Decision::Deny(reason.clone()), "resume");
-                        let denied = BindingError::new(catalogue::denied(&reason));
-                        self.answer(substrate, report, id, Err(denied), true)
-                    }
-                }
+                let verdict = Verdict { id, decision, by: Decider::Resume };
+                self.decided(
+                    substrate,
+                    report,
+                    verdict,
+                    Asked { number: self.made, function, args },
+                )
             }
             Course::Live => self.live(substrate, report, id, function, args),
         }
@@ -167,7 +220,7 @@ impl Switchboard {
     }
 
     /// A host function answered.
-    pub(crate) fn settled(
+    fn settled(
         &mut self,
         substrate: &mut impl Substrate,
         report: &mut RunReport,
@@ -179,20 +232,12 @@ impl Switchboard {
             self.output_reason = Some(error.message().to_owned());
             return Turn::Stop(StopReason::OutputExceeded);
         }
-        let clock_ms = match &mut self.journal {
-            None => None,
-            Some(journal) => match journal.settled(settled.id, &settled.outcome, true) {
-                Ok(at_ms) => Some(at_ms),
-                Err(_) => return self.over_memory(),
-            },
-        };
-        report.settled(settled.id, &settled.outcome, settled.duration);
-        substrate.settle(settled.id, Answer::new(settled.outcome, clock_ms));
-        Turn::Continue
+        let Settled { id, outcome, duration } = settled;
+        self.deliver(substrate, report, id, outcome, (true, duration))
     }
 
-    /// The approver decided on a call.
-    pub(crate) fn decided(
+    /// A decision on a call: the approver's, or one a resume brought.
+    fn decided(
         &mut self,
         substrate: &mut impl Substrate,
         report: &mut RunReport,
@@ -203,7 +248,7 @@ impl Switchboard {
         match decision {
             Decision::Allow => {
                 let mut args = asked.args;
-                args.approve(&by);
+                args.approve(by.as_str());
                 self.calls.begin(id, asked.function, args);
                 Turn::Continue
             }
@@ -229,16 +274,47 @@ impl Switchboard {
         outcome: Result<JsonValue, BindingError>,
         counted: bool,
     ) -> Turn {
+        self.deliver(substrate, report, id, outcome, (counted, Duration::ZERO))
+    }
+
+    /// The one way an answer reaches the program: noted ([`note`](Self::note)), then handed
+    /// to the substrate with the run's clock at that moment.
+    fn deliver(
+        &mut self,
+        substrate: &mut impl Substrate,
+        report: &mut RunReport,
+        id: CallId,
+        outcome: Result<JsonValue, BindingError>,
+        (counted, duration): (bool, Duration),
+    ) -> Turn {
+        match self.note(report, id, &outcome, (counted, duration)) {
+            Ok(clock_ms) => {
+                substrate.settle(id, Answer::new(outcome, clock_ms));
+                Turn::Continue
+            }
+            Err(turn) => turn,
+        }
+    }
+
+    /// Notes an answer to call `id`: in the journal (when the run may pause; `counted` when
+    /// the call counted against the budgets), then in the report. `Ok` with the run's clock
+    /// the journal gave it; `Err` ends the run when the journal is over the memory budget.
+    fn note(
+        &mut self,
+        report: &mut RunReport,
+        id: CallId,
+        outcome: &Result<JsonValue, BindingError>,
+        (counted, duration): (bool, Duration),
+    ) -> Result<Option<f64>, Turn> {
         let clock_ms = match &mut self.journal {
             None => None,
-            Some(journal) => match journal.settled(id, &outcome, counted) {
+            Some(journal) => match journal.settled(id, outcome, counted) {
                 Ok(at_ms) => Some(at_ms),
-                Err(_) => return self.over_memory(),
+                Err(_) => return Err(self.over_memory()),
             },
         };
-        report.settled(id, &outcome, Duration::ZERO);
-        substrate.settle(id, Answer::new(outcome, clock_ms));
-        Turn::Continue
+        report.settled(id, outcome, duration);
+        Ok(clock_ms)
     }
 
     /// Gives the program the recorded answers now due, in their first order.
@@ -271,10 +347,9 @@ impl Switchboard {
                 settled = std::future::poll_fn(|cx| self.calls.poll_settled(cx)) => settled,
             };
             let Some(settled) = settled else { break };
-            if let Some(journal) = &mut self.journal {
-                let _ = journal.settled(settled.id, &settled.outcome, true);
-            }
-            report.settled(settled.id, &settled.outcome, settled.duration);
+            // Over the memory budget the record misses the answer, and the resume makes the
+            // call again: the run pauses either way.
+            let _ = self.note(report, settled.id, &settled.outcome, (true, settled.duration));
         }
     }
 
