@@ -8,7 +8,8 @@ use std::time::Duration;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::admission::Admission;
+use code_runtime::provider::RunGate;
+
 use crate::listener::{Caps, Listener, Proof};
 use crate::server::{CodeModeServer, Serving};
 use crate::{Control, Error};
@@ -139,10 +140,10 @@ pub(crate) async fn serve_http(
         })),
         None => guarded,
     };
-    let admission = serving.admission.clone();
+    let gate = serving.gate.clone();
     let reach = Arc::new(Reach::of(http.address));
     let router = guarded
-        .route("/healthz", axum::routing::get(move || std::future::ready(health(&admission))))
+        .route("/healthz", axum::routing::get(move || std::future::ready(health(&gate))))
         .layer(axum::middleware::from_fn(move |request, next| {
             reachable(reach.clone(), proven_when_reached, request, next)
         }));
@@ -152,7 +153,7 @@ pub(crate) async fn serve_http(
     let bound = tcp.local_addr().map_err(|error| Error::Failed(error.to_string()))?;
     let listener = Listener::new(tcp, Caps::of_this_process());
     crate::tell(&format!("code-runtime: serving MCP on http://{bound}/mcp"));
-    let drain = tokio::spawn(drain_when_asked(control, serving.admission.clone(), drain_within));
+    let drain = tokio::spawn(drain_when_asked(control, serving.gate.clone(), drain_within));
     let shutdown = stop.clone();
     let router = router.into_make_service_with_connect_info::<Proof>();
     let served = axum::serve(listener, router)
@@ -164,8 +165,8 @@ pub(crate) async fn serve_http(
 }
 
 /// `GET /healthz`: 200 while serving, 503 once draining (a load balancer stops sending).
-fn health(admission: &Admission) -> (axum::http::StatusCode, &'static str) {
-    if admission.is_draining() {
+fn health(gate: &RunGate) -> (axum::http::StatusCode, &'static str) {
+    if gate.is_closed() {
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining\n")
     } else {
         (axum::http::StatusCode::OK, "ok\n")
@@ -217,18 +218,18 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Once `control` asks for a drain: no new runs, `/healthz` says 503, the runs in flight end
 /// as they would (within `within`, else they are aborted), then the server stops; a stop ends
 /// the drain at once.
-async fn drain_when_asked(control: Control, admission: Arc<Admission>, within: Duration) {
+async fn drain_when_asked(control: Control, gate: Arc<RunGate>, within: Duration) {
     tokio::select! {
         () = control.stop.cancelled() => return,
         () = control.drain.cancelled() => {}
     }
-    admission.drain();
+    gate.drain();
     crate::tell(&format!(
         "code-runtime: draining {} run(s) in flight, taking no new ones",
-        admission.accepted()
+        gate.admitted()
     ));
     tokio::select! {
-        () = admission.drained() => {
+        () = gate.drained() => {
             // The last results are made but may still be in the sessions' queues: ending the
             // sessions now could drop them. A moment to write them out (they are in memory).
             tokio::select! {

@@ -11,7 +11,6 @@
 //! 3. [`serve`] connects the upstream servers and serves one client over stdio, or many over
 //!    streamable HTTP ([`Transport`]), until [`Control`] stops or drains it.
 
-mod admission;
 mod approval;
 mod authorization;
 mod config;
@@ -30,13 +29,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use code_runtime::provider::RunGate;
 use code_runtime::{CheckpointKey, SpentCheckpoints};
 use code_runtime_fixtures::{BindingsFile, Recorder, load_bindings};
 use code_runtime_providers::Built;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::Admission;
 use crate::approval::Fallback;
 pub use crate::config::McpConfig;
 pub use crate::description::packages_line;
@@ -233,10 +232,8 @@ async fn serve_upstreams(
     transport: Transport,
     control: Control,
 ) -> Result<(), Error> {
-    let serving = Serving {
-        metrics: Metrics::new(),
-        admission: Arc::new(Admission::new(options.max_concurrent_runs)),
-    };
+    let serving =
+        Serving { metrics: Metrics::new(), gate: Arc::new(gate(options.max_concurrent_runs)?) };
     // A server that pauses runs signs their checkpoints; any replica with the same key
     // resumes them.
     let approvals = ApprovalSetup {
@@ -260,6 +257,14 @@ async fn serve_upstreams(
             let http = http_service::Http { address, token };
             http_service::serve_http(server, http, serving, drain_within, control).await
         }
+    }
+}
+
+/// The gate of the gateway's runs: at most `cap` at once (`None`: no cap).
+fn gate(cap: Option<usize>) -> Result<RunGate, Error> {
+    match cap {
+        Some(cap) => RunGate::new(cap).map_err(|error| Error::Invalid(error.to_string())),
+        None => Ok(RunGate::unbounded()),
     }
 }
 

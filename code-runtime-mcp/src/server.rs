@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use code_runtime::json;
 use code_runtime::json::JsonValue;
+use code_runtime::provider::{RunGate, RunPermit};
 use code_runtime::{
     Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
     CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, SpentCheckpoints,
@@ -27,7 +28,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::admission::Admission;
 use crate::approval::{ClientApprover, Fallback};
 use crate::metrics::Metrics;
 use crate::passthrough::Passthrough;
@@ -73,12 +73,25 @@ impl ApprovalSetup {
     }
 }
 
-/// What the server shares with its HTTP endpoints: the counters of `/metrics`, and the
-/// admission of runs that a drain closes.
+/// What the server shares with its HTTP endpoints: the counters of `/metrics`, and the gate of
+/// runs that a drain closes (at most `max_concurrent_runs` at once, the rest wait their turn in
+/// order; once draining, new runs and the ones still waiting are refused).
 #[derive(Clone)]
 pub(crate) struct Serving {
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) admission: Arc<Admission>,
+    pub(crate) gate: Arc<RunGate>,
+}
+
+/// Why a run was not admitted.
+pub(crate) const DRAINING: &str =
+    "the server is shutting down and takes no new runs: run the program again (on another replica)";
+
+/// Admits a run through `gate` and waits for its slot; refused ([`DRAINING`]) once draining,
+/// also while it waits.
+async fn admit(gate: &RunGate) -> Result<RunPermit, &'static str> {
+    // Admitted first: a drain that starts while this run waits for its slot waits for it too.
+    let mut permit = gate.enter().map_err(|_| DRAINING)?;
+    if gate.slot(&mut permit).await { Ok(permit) } else { Err(DRAINING) }
 }
 
 /// What every run's program sees.
@@ -226,16 +239,16 @@ impl CodeModeServer {
         request: CodeRunRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let Serving { metrics, admission } = &self.inner.serving;
+        let Serving { metrics, gate } = &self.inner.serving;
         let admitted = {
             let _queued = metrics.queued();
             tokio::select! {
-                admitted = admission.enter() => admitted,
+                admitted = admit(gate) => admitted,
                 () = context.ct.cancelled() => Err("the client cancelled the run before it started"),
             }
         };
-        let _ticket = match admitted {
-            Ok(ticket) => ticket,
+        let _permit = match admitted {
+            Ok(permit) => permit,
             Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
         };
         let _running = metrics.in_flight();

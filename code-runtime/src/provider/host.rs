@@ -429,8 +429,13 @@ impl<P: Provider> Host<P> {
                 Ok(stops) => stops,
                 Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
             };
-            if let Some(reason) = stops.first(self.gate.slot(&mut permit)).await {
+            let slot = self.gate.slot(&mut permit).map(drop);
+            if let Some(reason) = stops.first(slot).await {
                 return ledger.settle(Ending::Stopped(reason));
+            }
+            // A provider's gate is never drained; were it, the run would end as disposal ends it.
+            if !permit.has_slot() {
+                return ledger.settle(Ending::Stopped(StopReason::Disposed));
             }
             let table = Arc::new(BindingTable::new(&bindings));
             let memory =

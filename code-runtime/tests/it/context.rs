@@ -121,6 +121,55 @@ fn run_gate_waits_for_every_permit() {
     });
 }
 
+/// A drain (the gateway's SIGTERM) closes the gate as disposal does, but lets the runs in
+/// flight finish: runs still queued for a slot are refused, and `drained` waits for the rest.
+#[test]
+fn a_drained_gate_refuses_new_and_queued_runs_and_waits_for_the_running_ones() {
+    current_thread().block_on(async {
+        let gate = RunGate::new(1).unwrap();
+        let mut first = gate.enter().expect("open");
+        assert!(gate.slot(&mut first).await && first.has_slot());
+        // The second waits for the first's slot.
+        let mut second = gate.enter().expect("open");
+        {
+            let queued = gate.slot(&mut second);
+            tokio::pin!(queued);
+            assert!(futures::poll!(queued.as_mut()).is_pending());
+            assert_eq!(gate.admitted(), 2);
+            gate.drain();
+            assert!(!queued.await, "queued when the drain began: refused");
+        }
+        drop(second);
+        assert!(gate.is_closed());
+        assert_eq!(gate.enter().err(), Some(ContractError::Disposed));
+        assert!(!gate.disposed().is_cancelled(), "a drain stops no run");
+        // The running one is waited for.
+        let drained = gate.drained();
+        tokio::pin!(drained);
+        assert!(futures::poll!(drained.as_mut()).is_pending());
+        assert_eq!(gate.admitted(), 1);
+        drop(first);
+        drained.await;
+        assert_eq!(gate.admitted(), 0);
+        gate.drain(); // Idempotent.
+    });
+}
+
+#[test]
+fn an_unbounded_gate_gives_every_run_its_slot_at_once() {
+    current_thread().block_on(async {
+        let gate = RunGate::unbounded();
+        let mut permits: Vec<_> = (0..1000).map(|_| gate.enter().expect("open")).collect();
+        for permit in &mut permits {
+            assert!(gate.slot(permit).await);
+        }
+        assert_eq!(gate.admitted(), 1000);
+        gate.drain();
+        drop(permits);
+        gate.drained().await;
+    });
+}
+
 #[test]
 fn a_gate_needs_at_least_one_slot() {
     assert_eq!(
