@@ -429,13 +429,11 @@ impl<P: Provider> Host<P> {
                 Ok(stops) => stops,
                 Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
             };
+            // A provider's gate is never drained: a run without a slot ends as disposal ends it.
             let slot = self.gate.slot(&mut permit).map(drop);
-            if let Some(reason) = stops.first(slot).await {
+            let stopped = stops.first(slot).await;
+            if let Some(reason) = stopped.or((!permit.has_slot()).then_some(StopReason::Disposed)) {
                 return ledger.settle(Ending::Stopped(reason));
-            }
-            // A provider's gate is never drained; were it, the run would end as disposal ends it.
-            if !permit.has_slot() {
-                return ledger.settle(Ending::Stopped(StopReason::Disposed));
             }
             let table = Arc::new(BindingTable::new(&bindings));
             let memory =
@@ -463,13 +461,8 @@ impl<P: Provider> Host<P> {
             };
             let running = Running { substrate: Some(substrate), permit: Some(permit), dispatch };
             let calls = Calls::new(table, &limits, report.span().clone());
-            let board = Switchboard::new(
-                calls,
-                Approving::new(approvals, memory.clone()),
-                journal,
-                key,
-                &limits,
-            );
+            let approving = Approving::new(approvals, memory.clone());
+            let board = Switchboard::new(calls, approving, journal, key, &limits);
             let output = Output { ledger, memory };
             drive(running, board, output, stops, &mut report).await
         }
