@@ -1,25 +1,28 @@
 //! Where the user's authorization comes back: a listener on the loopback interface that takes
 //! the one redirect carrying this authorization's `state` (RFC 8252's loopback redirect).
 //!
-//! It speaks just enough HTTP/1.1 for a browser's `GET`: the request head, bounded, then one
-//! small page. Any other request (another path, another `state`) is answered and ignored, so a
+//! It is served by axum on the gateway's guarded [`Listener`](crate::listener::Listener): a
+//! connection that sends nothing is closed after its handshake time, and a few at most are open
+//! at once. Any other request (another path, another `state`) is answered and ignored, so a
 //! stray or forged request on the loopback cannot end the authorization.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
 use code_runtime::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-/// The most of a request head read: a redirect's URL carries a code and a state.
-const MAX_HEAD: usize = 16 << 10;
+use crate::listener::Caps;
 
-/// The most connections served at once (each for at most [`HEAD_WITHIN`]).
-const MAX_CONNECTIONS: usize = 32;
+/// The connections served at once: a browser opens a few; a stray or hostile peer gets no more.
+const CAPS: Caps = Caps { connections: 32, unproven_per_peer: 16 };
 
-/// How long one connection may take to send its request head.
-const HEAD_WITHIN: Duration = Duration::from_secs(10);
+/// How long the answer's page has to reach the browser once the answer is taken.
+const FLUSH_WITHIN: Duration = Duration::from_secs(1);
 
 /// A fixed loopback redirect URI (`redirectUri`), for a client registered with one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,94 +102,76 @@ impl Listener {
                 url.query_pairs().find(|(key, _)| key == "state").map(|(_, v)| v.into_owned())
             })
             .ok_or("the authorization URL has no state")?;
-        // Connections are served side by side, so one that never sends its request cannot hold
-        // up the browser's.
-        let mut serving = tokio::task::JoinSet::new();
-        loop {
-            tokio::select! {
-                accepted = self.listener.accept(), if serving.len() < MAX_CONNECTIONS => {
-                    match accepted {
-                        Ok((stream, _)) => {
-                            serving.spawn(serve(stream, self.path.clone(), expected.clone()));
-                        }
-                        // Out of descriptors, say: the connections being served free some.
-                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                    }
-                }
-                Some(Ok(Some(answer))) = serving.join_next() => return answer,
+        let (taken, mut answers) = mpsc::channel(1);
+        let path = self.path;
+        let router = axum::Router::new().fallback(move |method: Method, uri: Uri| {
+            // A browser follows the redirect with a GET; nothing else is an answer.
+            let (response, answer) = match method {
+                Method::GET => respond(&uri, &path, &expected),
+                _ => (page(StatusCode::METHOD_NOT_ALLOWED, "Only a GET answers."), None),
+            };
+            if let Some(answer) = answer {
+                // Only the first answer counts; the channel holds it.
+                let _ = taken.try_send(answer);
             }
-        }
+            std::future::ready(response)
+        });
+        let done = CancellationToken::new();
+        let listener = crate::listener::Listener::new(self.listener, CAPS);
+        let server =
+            axum::serve(listener, router).with_graceful_shutdown(done.clone().cancelled_owned());
+        let mut server = std::pin::pin!(server.into_future());
+        let answer = tokio::select! {
+            _ = server.as_mut() => return Err("the loopback listener ended".to_owned()),
+            answer = answers.recv() => answer,
+        };
+        // The page that says so is on its way to the browser: a moment to send it.
+        done.cancel();
+        let _ = tokio::time::timeout(FLUSH_WITHIN, server).await;
+        answer.unwrap_or_else(|| Err("the loopback listener ended".to_owned()))
     }
 }
 
-/// Answers one connection; `Some` when it carried the answer with state `expected` on `path`.
-async fn serve(
-    mut stream: TcpStream,
-    path: String,
-    expected: String,
-) -> Option<Result<Answer, String>> {
-    let head = tokio::time::timeout(HEAD_WITHIN, read_head(&mut stream)).await.ok()??;
-    let target = head.strip_prefix("GET ")?.split(' ').next()?;
-    let url = url::Url::parse(&format!("http://loopback{target}")).ok()?;
+/// The page for a request to `uri`, and the answer it carries when it is the redirect on `path`
+/// with state `expected`.
+fn respond(uri: &Uri, path: &str, expected: &str) -> (Response, Option<Result<Answer, String>>) {
     let query: Vec<(String, String)> =
-        url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
     let get =
         |name: &str| query.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
-    if url.path() != path || get("state").as_deref() != Some(expected.as_str()) {
-        respond(
-            &mut stream,
-            "404 Not Found",
-            "This is not the answer code-runtime is waiting for.",
-        )
-        .await;
-        return None;
+    if uri.path() != path || get("state").as_deref() != Some(expected) {
+        let page =
+            page(StatusCode::NOT_FOUND, "This is not the answer code-runtime is waiting for.");
+        return (page, None);
     }
     if let Some(error) = get("error") {
-        respond(
-            &mut stream,
-            "200 OK",
-            "The authorization was refused; code-runtime has stopped waiting for it.",
-        )
-        .await;
         let description = get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
-        return Some(Err(format!(
-            "the authorization server answered {}{description}",
-            json::quote(&error)
-        )));
+        let refused =
+            format!("the authorization server answered {}{description}", json::quote(&error));
+        let page = page(
+            StatusCode::OK,
+            "The authorization was refused; code-runtime has stopped waiting for it.",
+        );
+        return (page, Some(Err(refused)));
     }
     let Some(code) = get("code") else {
-        respond(&mut stream, "400 Bad Request", "The answer carries no code.").await;
-        return None;
+        return (page(StatusCode::BAD_REQUEST, "The answer carries no code."), None);
     };
-    respond(&mut stream, "200 OK", "code-runtime is authorized. You may close this page.").await;
-    Some(Ok(Answer { code, state: expected, issuer: get("iss") }))
+    let page = page(StatusCode::OK, "code-runtime is authorized. You may close this page.");
+    (page, Some(Ok(Answer { code, state: expected.to_owned(), issuer: get("iss") })))
 }
 
-/// The request head (up to the blank line), or `None` when it is larger than [`MAX_HEAD`] or
-/// the connection ends first.
-async fn read_head(stream: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut buffer = [0; 2048];
-    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
-        let read = stream.read(&mut buffer).await.ok().filter(|read| *read > 0)?;
-        head.extend_from_slice(&buffer[..read]);
-        if head.len() > MAX_HEAD {
-            return None;
-        }
-    }
-    String::from_utf8(head).ok()
-}
-
-async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
+/// A small page, not kept by the browser, on a connection that closes after it.
+fn page(status: StatusCode, text: &str) -> Response {
     let body = format!("<!doctype html><title>code-runtime</title><p>{text}</p>\n");
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
-         cache-control: no-store\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    // The browser may have gone; the answer is taken either way.
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::CONNECTION, "close"),
+    ];
+    (status, headers, body).into_response()
 }
 
 /// Tells the user where to authorize: a line on stderr, and the URL given to `$BROWSER` (the
@@ -223,5 +208,37 @@ pub(crate) fn announce(namespace: &str, url: &str) {
             "code-runtime: cannot start $BROWSER {}: {error}",
             json::quote(&program)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(uri: &str) -> (StatusCode, Option<Result<String, String>>) {
+        let (response, answer) = respond(&uri.parse().unwrap(), "/callback", "s1");
+        (response.status(), answer.map(|answer| answer.map(|answer| answer.code)))
+    }
+
+    #[test]
+    fn only_the_redirect_with_this_state_on_this_path_answers() {
+        assert_eq!(answer("/callback?code=c0&state=s1"), (StatusCode::OK, Some(Ok("c0".into()))));
+        // Forged or stray: answered, ignored.
+        assert_eq!(answer("/callback?code=c0&state=s2"), (StatusCode::NOT_FOUND, None));
+        assert_eq!(answer("/elsewhere?code=c0&state=s1"), (StatusCode::NOT_FOUND, None));
+        assert_eq!(answer("/callback?code=c0"), (StatusCode::NOT_FOUND, None));
+        assert_eq!(answer("/callback?state=s1"), (StatusCode::BAD_REQUEST, None));
+        let (status, refused) =
+            answer("/callback?error=access_denied&error_description=no&state=s1");
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            refused,
+            Some(Err("the authorization server answered \"access_denied\": no".into()))
+        );
+        // Percent-encoding is undone before comparing.
+        assert_eq!(
+            answer("/callback?code=a%2Bb&state=s%31"),
+            (StatusCode::OK, Some(Ok("a+b".into())))
+        );
     }
 }
