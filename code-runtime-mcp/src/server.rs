@@ -17,7 +17,11 @@ use code_runtime::{
     describe_request,
 };
 use code_runtime_fixtures::Recorder;
+use futures::future::BoxFuture;
 use indexmap::IndexMap;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
@@ -27,6 +31,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::Deserialize;
 
 use crate::approval::{ClientApprover, Fallback};
 use crate::metrics::Metrics;
@@ -135,7 +140,10 @@ struct Inner {
     catalogue: Catalogue,
     /// In the config's order; the first is the default language.
     runtimes: Runtimes,
+    /// The tools, in the order the client lists them.
     tools: Vec<Tool>,
+    /// Each tool's handler, with its typed arguments.
+    router: ToolRouter<CodeModeServer>,
     /// The lowest level of log notification the client asked for (`logging/setLevel`).
     level: AtomicU8,
     approval: ApprovalSetup,
@@ -164,18 +172,24 @@ impl CodeModeServer {
         }
         let languages: Vec<&str> = runtimes.iter().map(|(language, _)| language.as_str()).collect();
         let pausing = approval.fallback == Fallback::Pause;
-        let mut tools = vec![
-            run_code_tool(&catalogue, &languages, &declarations, pausing),
-            search_tools_tool(),
-            describe_tools_tool(&languages),
+        let mut routes = vec![
+            ToolRoute::new(
+                run_code_tool(&catalogue, &languages, &declarations, pausing),
+                Self::run_code,
+            ),
+            ToolRoute::new(search_tools_tool(), Self::search_tools),
+            ToolRoute::new(describe_tools_tool(&languages), Self::describe_tools),
         ];
         if pausing {
-            tools.push(resume_run_tool());
+            routes.push(ToolRoute::new(resume_run_tool(), Self::resume_run));
         }
+        let tools = routes.iter().map(|route| route.attr.clone()).collect();
+        let router = routes.into_iter().fold(ToolRouter::new(), ToolRouter::with_route);
         let inner = Inner {
             catalogue,
             runtimes,
             tools,
+            router,
             level: AtomicU8::new(level_rank(LoggingLevel::Debug)),
             approval,
             serving,
@@ -191,44 +205,43 @@ impl CodeModeServer {
         Self { inner: self.inner.clone(), session }
     }
 
-    async fn run_code(
+    /// `run_code {code, language?}`.
+    fn run_code(
         &self,
-        arguments: &JsonObject,
+        Parameters(RunCode { code, language }): Parameters<RunCode>,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let code = arguments
-            .get("code")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| ErrorData::invalid_params("run_code needs \"code\", a string", None))?;
-        let runtime = self.runtime(arguments.get("language"))?;
-        let request = self.inner.catalogue.request(code.to_owned());
-        self.execute(runtime, request, context).await
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let runtime = self.runtime(language.as_deref())?;
+            let request = self.inner.catalogue.request(code);
+            self.execute(runtime, request, context).await
+        })
     }
 
     /// `resume_run {checkpoint, allow?, deny?}`: a paused run continued with the client's
     /// decisions; a checkpoint this server (or a replica with its key) did not sign is refused.
-    async fn resume_run(
+    fn resume_run(
         &self,
-        arguments: &JsonObject,
+        Parameters(arguments): Parameters<ResumeRun>,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let invalid = |why: String| ErrorData::invalid_params(why, None);
-        let checkpoint = match arguments.get("checkpoint") {
-            Some(serde_json::Value::String(text)) => Checkpoint::from_json(text),
-            Some(object @ serde_json::Value::Object(_)) => {
-                Checkpoint::from_json(&json::encode(&JsonValue::from(object)))
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let invalid = |why: String| ErrorData::invalid_params(why, None);
+            let checkpoint = match &arguments.checkpoint {
+                serde_json::Value::String(text) => Checkpoint::from_json(text),
+                object @ serde_json::Value::Object(_) => {
+                    Checkpoint::from_json(&json::encode(&JsonValue::from(object)))
+                }
+                _ => return Err(invalid("resume_run's checkpoint is the paused run's".into())),
             }
-            _ => return Err(invalid("resume_run needs \"checkpoint\", the paused run's".into())),
-        }
-        .map_err(|error| invalid(error.to_string()))?;
-        let decisions = decisions(arguments).map_err(invalid)?;
-        let language = checkpoint.language().map(|language| serde_json::json!(language));
-        let runtime = self.runtime(language.as_ref())?;
-        let request = CodeRunRequest {
-            resume: CodeRunRequest::resuming(checkpoint, decisions).resume,
-            ..self.inner.catalogue.request(String::new())
-        };
-        self.execute(runtime, request, context).await
+            .map_err(|error| invalid(error.to_string()))?;
+            let runtime = self.runtime(checkpoint.language())?;
+            let request = CodeRunRequest {
+                resume: CodeRunRequest::resuming(checkpoint, arguments.decisions()).resume,
+                ..self.inner.catalogue.request(String::new())
+            };
+            self.execute(runtime, request, context).await
+        })
     }
 
     /// Runs `request` on `runtime`: its logs go out as notifications, its calls that need
@@ -335,17 +348,11 @@ impl CodeModeServer {
         result
     }
 
-    fn runtime(
-        &self,
-        language: Option<&serde_json::Value>,
-    ) -> Result<Arc<dyn CodeRuntime>, ErrorData> {
+    fn runtime(&self, language: Option<&str>) -> Result<Arc<dyn CodeRuntime>, ErrorData> {
         let runtimes = &self.inner.runtimes;
         let chosen = match language {
-            None | Some(serde_json::Value::Null) => runtimes.first(),
-            Some(serde_json::Value::String(language)) => {
-                runtimes.iter().find(|(offered, _)| offered == language.as_str())
-            }
-            Some(_) => None,
+            None => runtimes.first(),
+            Some(language) => runtimes.iter().find(|(offered, _)| offered == language),
         };
         chosen.map(|(_, runtime)| runtime.clone()).ok_or_else(|| {
             let offered: Vec<&str> = runtimes.iter().map(|(offered, _)| offered.as_str()).collect();
@@ -356,14 +363,11 @@ impl CodeModeServer {
         })
     }
 
-    fn search_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
-        let query = arguments
-            .get("query")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| {
-                ErrorData::invalid_params("search_tools needs \"query\", a string", None)
-            })?
-            .to_lowercase();
+    fn search_tools(
+        &self,
+        Parameters(SearchTools { query }): Parameters<SearchTools>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let query = query.to_lowercase();
         let words: Vec<&str> =
             query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
         let mut matches: Vec<(usize, String, String)> = Vec::new();
@@ -391,21 +395,12 @@ impl CodeModeServer {
         Ok(reply)
     }
 
-    fn describe_tools(&self, arguments: &JsonObject) -> Result<CallToolResult, ErrorData> {
-        let names: Vec<&str> = arguments
-            .get("names")
-            .and_then(serde_json::Value::as_array)
-            .and_then(|names| names.iter().map(serde_json::Value::as_str).collect())
-            .ok_or_else(|| {
-                ErrorData::invalid_params(
-                    "describe_tools needs \"names\", an array of \"namespace.function\" or namespace names",
-                    None,
-                )
-            })?;
-        let language = match arguments.get("language").and_then(serde_json::Value::as_str) {
-            Some(language) => language.to_owned(),
-            None => self.inner.runtimes[0].0.as_str().to_owned(),
-        };
+    fn describe_tools(
+        &self,
+        Parameters(DescribeTools { names, language }): Parameters<DescribeTools>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let language = language.unwrap_or_else(|| self.inner.runtimes[0].0.as_str().to_owned());
         let catalogue = &self.inner.catalogue;
         let mut unknown = Vec::new();
         let mut chosen: Vec<CodeBindingNamespace> = Vec::new();
@@ -547,23 +542,14 @@ impl ServerHandler for CodeModeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = request.arguments.unwrap_or_default();
-        let result = match request.name.as_ref() {
-            "run_code" => self.run_code(&arguments, context).await,
-            "resume_run" if self.inner.approval.fallback == Fallback::Pause => {
-                self.resume_run(&arguments, context).await
-            }
-            "search_tools" => self.search_tools(&arguments),
-            "describe_tools" => self.describe_tools(&arguments),
-            other => Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool {} (run_code, search_tools, describe_tools)",
-                    json::quote(other)
-                ),
-                None,
-            )),
-        };
-        result.map(CallToolResponse::from)
+        let router = &self.inner.router;
+        if !router.has_route(&request.name) {
+            let names: Vec<&str> = self.inner.tools.iter().map(|tool| tool.name.as_ref()).collect();
+            let unknown = json::quote(&request.name);
+            let why = format!("unknown tool {unknown} ({})", names.join(", "));
+            return Err(ErrorData::invalid_params(why, None));
+        }
+        router.call(ToolCallContext::new(self, request, context)).await
     }
 }
 
@@ -700,33 +686,65 @@ fn resume_run_tool() -> Tool {
     )
 }
 
-/// `allow` and `deny` of `resume_run` as decisions.
-fn decisions(arguments: &JsonObject) -> Result<Decisions, String> {
-    let mut decisions = Decisions::new();
-    let ids = |key: &str| match arguments.get(key) {
-        None | Some(serde_json::Value::Null) => Ok(Vec::new()),
-        Some(serde_json::Value::Array(items)) => Ok(items.clone()),
-        Some(_) => Err(format!("resume_run's {key} must be an array")),
-    };
-    for item in ids("allow")? {
-        let id = item.as_u64().ok_or("resume_run's allow holds call ids (integers)")?;
-        decisions = decisions.allow(id);
+/// `run_code`'s arguments.
+#[derive(Deserialize)]
+struct RunCode {
+    code: String,
+    /// One of the config's languages; the first when absent.
+    language: Option<String>,
+}
+
+/// `resume_run`'s arguments.
+#[derive(Deserialize)]
+struct ResumeRun {
+    /// The paused result's checkpoint, as it came (an object, or its JSON text).
+    checkpoint: serde_json::Value,
+    /// Ids of pending calls the user allows.
+    #[serde(default)]
+    allow: Option<Vec<u64>>,
+    /// Pending calls the user denies.
+    #[serde(default)]
+    deny: Option<Vec<Denial>>,
+}
+
+/// A denial of `resume_run`: a call id, or `{id, reason}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Denial {
+    Id(u64),
+    Reasoned { id: u64, reason: Option<String> },
+}
+
+impl ResumeRun {
+    /// `allow` and `deny` as decisions.
+    fn decisions(&self) -> Decisions {
+        let mut decisions = Decisions::new();
+        for id in self.allow.iter().flatten() {
+            decisions = decisions.allow(*id);
+        }
+        for denial in self.deny.iter().flatten() {
+            let (id, reason) = match denial {
+                Denial::Id(id) => (*id, None),
+                Denial::Reasoned { id, reason } => (*id, reason.as_deref()),
+            };
+            decisions = decisions.deny(id, reason.unwrap_or("denied by the user"));
+        }
+        decisions
     }
-    for item in ids("deny")? {
-        let (id, reason) = match &item {
-            serde_json::Value::Object(entry) => (
-                entry.get("id").and_then(serde_json::Value::as_u64),
-                entry
-                    .get("reason")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("denied by the user"),
-            ),
-            other => (other.as_u64(), "denied by the user"),
-        };
-        let id = id.ok_or("resume_run's deny holds call ids or {id, reason}")?;
-        decisions = decisions.deny(id, reason);
-    }
-    Ok(decisions)
+}
+
+/// `search_tools`' arguments.
+#[derive(Deserialize)]
+struct SearchTools {
+    query: String,
+}
+
+/// `describe_tools`' arguments.
+#[derive(Deserialize)]
+struct DescribeTools {
+    /// `"namespace.function"` or namespace names.
+    names: Vec<String>,
+    language: Option<String>,
 }
 
 fn search_tools_tool() -> Tool {
@@ -758,4 +776,47 @@ fn describe_tools_tool(languages: &[&str]) -> Tool {
          as run_code's programs call them.",
         object(schema),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use code_runtime::Decision;
+
+    use super::*;
+
+    fn arguments<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+        serde_json::from_value(value).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn resume_run_takes_ids_and_reasoned_denials() {
+        let resume: ResumeRun = arguments(serde_json::json!({
+            "checkpoint": {},
+            "allow": [1],
+            "deny": [2, {"id": 3, "reason": "not today"}, {"id": 4}],
+        }))
+        .unwrap();
+        let decisions = resume.decisions();
+        assert_eq!(decisions.get(1), Some(&Decision::Allow));
+        assert_eq!(decisions.get(2), Some(&Decision::deny("denied by the user")));
+        assert_eq!(decisions.get(3), Some(&Decision::deny("not today")));
+        assert_eq!(decisions.get(4), Some(&Decision::deny("denied by the user")));
+        let none: ResumeRun =
+            arguments(serde_json::json!({"checkpoint": "{}", "allow": null})).unwrap();
+        assert_eq!(none.decisions(), Decisions::new());
+        let wrong = arguments::<ResumeRun>(serde_json::json!({"checkpoint": {}, "allow": ["1"]}));
+        assert!(wrong.is_err());
+        let missing = arguments::<ResumeRun>(serde_json::json!({"allow": [1]})).err().unwrap();
+        assert!(missing.contains("checkpoint"), "{missing}");
+    }
+
+    #[test]
+    fn a_missing_or_mistyped_argument_is_named() {
+        let missing = arguments::<RunCode>(serde_json::json!({"language": "python"})).err();
+        assert!(missing.unwrap().contains("`code`"));
+        let mistyped = arguments::<DescribeTools>(serde_json::json!({"names": "tools"})).err();
+        assert!(mistyped.unwrap().contains("sequence"));
+        let query = arguments::<SearchTools>(serde_json::json!({"query": 7})).err();
+        assert!(query.unwrap().contains("string"));
+    }
 }

@@ -171,6 +171,20 @@ return { refused: refused.length, message: refused[0].reason.message };
 """)
     check(not is_error and result["value"]["refused"] == 10 and "at most 30 binding calls" in result["value"]["message"],
           "the config's call budget refuses calls past it", result)
+    # Arguments are typed: a wrong one is the model's to read (a failed tool result naming the
+    # field), and an unknown tool names the ones there are.
+    result = await client.call_tool("run_code", {"language": "typescript"})
+    check(result.is_error and "code" in result.content[0].text,
+          "run_code without code is a tool error naming the field", result)
+    result = await client.call_tool("describe_tools", {"names": "memory"})
+    check(result.is_error and "sequence" in result.content[0].text,
+          "describe_tools' names must be an array", result)
+    try:
+        await client.call_tool("run_it", {"code": "return 1"})
+        check(False, "an unknown tool is refused")
+    except Exception as error:  # the SDK raises the JSON-RPC error
+        check("unknown tool" in str(error) and "run_code, search_tools, describe_tools" in str(error),
+              "an unknown tool is refused, naming the tools", error)
 
 
 async def logging(client, logs):
