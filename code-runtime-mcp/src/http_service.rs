@@ -153,6 +153,7 @@ pub(crate) async fn serve_http(
     let bound = tcp.local_addr().map_err(|error| Error::Failed(error.to_string()))?;
     let listener = Listener::new(tcp, Caps::of_this_process());
     crate::tell(&format!("code-runtime: serving MCP on http://{bound}/mcp"));
+    let _ = control.address.set(bound);
     let drain = tokio::spawn(drain_when_asked(control, serving.gate.clone(), drain_within));
     let shutdown = stop.clone();
     let router = router.into_make_service_with_connect_info::<Proof>();

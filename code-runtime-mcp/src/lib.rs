@@ -26,7 +26,7 @@ mod server;
 mod upstream;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use code_runtime::provider::RunGate;
@@ -111,6 +111,8 @@ pub enum Transport {
 pub struct Control {
     stop: CancellationToken,
     drain: CancellationToken,
+    /// Where the HTTP transport listens, once it does.
+    address: Arc<OnceLock<SocketAddr>>,
 }
 
 impl Control {
@@ -128,6 +130,12 @@ impl Control {
     /// the same as [`stop`](Control::stop)).
     pub fn drain(&self) {
         self.drain.cancel();
+    }
+
+    /// Where the HTTP transport listens (the port the system chose for port 0), once it
+    /// does; `None` before, and over stdio.
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.address.get().copied()
     }
 }
 
