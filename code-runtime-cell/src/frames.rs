@@ -177,10 +177,12 @@ fn frame_length(len: usize) -> u32 {
 /// `payload` as one frame of `framing`, whatever its length ([`Frames`] as an [`Encoder`] without
 /// a limit).
 pub fn frame(framing: Framing, payload: &[u8]) -> Vec<u8> {
-    let mut frame = BytesMut::new();
+    // The payload is copied once, into a buffer of the frame's size, which becomes the `Vec`
+    // without another copy.
+    let mut frame = BytesMut::with_capacity(payload.len() + LENGTH_BYTES);
     // Without a limit, nothing is refused.
     let _ = Frames::new(framing, usize::MAX).encode(payload, &mut frame);
-    frame.to_vec()
+    Vec::from(frame)
 }
 
 /// One frame of `framing` whose payload, text (JSON), `write` appends in place: a large payload
