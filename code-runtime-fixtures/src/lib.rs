@@ -10,6 +10,7 @@
 //! - [`EventLog`]: a run's live events, written as the command's `--events` lines.
 //! - [`read_document`] and [`read_text`]: files read with a size bound and parsed strictly (no
 //!   recursion, no key given twice), so a FIFO, `/dev/zero` or a typo is a clear error.
+//! - [`from_document`]: a document read into a type by serde, each error naming its [`KeyPath`].
 //!
 //! Every error is a [`FixtureError`]: one line, naming the file.
 
@@ -19,6 +20,7 @@ mod document;
 mod event_log;
 mod limits_file;
 mod recorder;
+mod typed_document;
 
 pub use crate::bindings_file::{BindingsFile, bindings_from_json, load_bindings};
 pub use crate::command::max_concurrent_commands;
@@ -29,6 +31,9 @@ pub use crate::event_log::{EventLog, event_line};
 pub use crate::limits_file::LimitsFile;
 pub use crate::recorder::{
     CallRecord, DEFAULT_RECORD_BYTES, RecordFull, Recorder, Recording, Rotation, private_file,
+};
+pub use crate::typed_document::{
+    KeyPath, NonNegative, Object, ObjectShape, Positive, Text, from_document,
 };
 
 /// A file that cannot be used: unreadable, too large, not JSON, or not in the format. The

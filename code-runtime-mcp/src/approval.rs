@@ -2,14 +2,17 @@
 //! approval ([`Policy`]), and the client's user deciding each call through an MCP elicitation
 //! ([`ClientApprover`]), or the configured [`Fallback`] when the client cannot ask.
 
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use code_runtime::json::JsonValue;
 use code_runtime::provider::async_trait;
 use code_runtime::{ApprovalRequest, Approver, Decision};
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, Tool};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
+use serde::Deserialize;
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
 /// Which tools of a server need approval: `"none"`, `"destructive"` (every tool whose
 /// annotations do not say `readOnlyHint: true`; an unannotated tool is destructive, as the MCP
@@ -23,25 +26,37 @@ pub(crate) enum Policy {
     Named(Vec<String>),
 }
 
-impl Policy {
-    pub(crate) fn from_json(value: &JsonValue) -> Result<Self, String> {
-        const SHAPE: &str = "approval must be \"none\", \"destructive\", \"all\" or an array of tool names or globs";
-        match value {
-            JsonValue::String(word) => match word.as_str() {
-                "none" => Ok(Self::None),
-                "destructive" => Ok(Self::Destructive),
-                "all" => Ok(Self::All),
-                _ => Err(SHAPE.to_owned()),
-            },
-            JsonValue::Array(names) => names
-                .iter()
-                .map(|name| name.as_str().map(str::to_owned).ok_or_else(|| SHAPE.to_owned()))
-                .collect::<Result<_, _>>()
-                .map(Self::Named),
-            _ => Err(SHAPE.to_owned()),
+impl<'de> Deserialize<'de> for Policy {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PolicyVisitor)
+    }
+}
+
+/// Reads `approval`: one of the words, or an array of names.
+struct PolicyVisitor;
+
+impl<'de> Visitor<'de> for PolicyVisitor {
+    type Value = Policy;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"none\", \"destructive\", \"all\" or an array of tool names or globs")
+    }
+
+    fn visit_str<E: de::Error>(self, word: &str) -> Result<Policy, E> {
+        match word {
+            "none" => Ok(Policy::None),
+            "destructive" => Ok(Policy::Destructive),
+            "all" => Ok(Policy::All),
+            _ => Err(E::invalid_value(de::Unexpected::Str(word), &self)),
         }
     }
 
+    fn visit_seq<A: SeqAccess<'de>>(self, names: A) -> Result<Policy, A::Error> {
+        Vec::deserialize(SeqAccessDeserializer::new(names)).map(Policy::Named)
+    }
+}
+
+impl Policy {
     /// Whether calls of `tool` need approval.
     pub(crate) fn covers(&self, tool: &Tool) -> bool {
         match self {
@@ -72,7 +87,8 @@ fn glob(pattern: &str, name: &str) -> bool {
 }
 
 /// What a call that needs approval gets when the client has no elicitation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum Fallback {
     /// It is denied; the program sees the denial.
     #[default]
@@ -202,10 +218,15 @@ mod tests {
         assert!(!Policy::None.covers(&tool(None)));
         assert!(Policy::Named(vec!["delete_*".into()]).covers(&tool(Some(true))));
         assert!(!Policy::Named(vec!["get".into()]).covers(&tool(None)));
-        assert!(Policy::from_json(&code_runtime::json!("sometimes")).is_err());
+        let read = |value: serde_json::Value| Policy::deserialize(value).map_err(|e| e.to_string());
+        assert_eq!(read(serde_json::json!("all")), Ok(Policy::All));
         assert_eq!(
-            Policy::from_json(&code_runtime::json!(["a", "b*"])),
+            read(serde_json::json!(["a", "b*"])),
             Ok(Policy::Named(vec!["a".into(), "b*".into()]))
         );
+        for value in [serde_json::json!("sometimes"), serde_json::json!([1]), serde_json::json!(1)]
+        {
+            assert!(read(value.clone()).unwrap_err().contains("expected"), "{value}");
+        }
     }
 }

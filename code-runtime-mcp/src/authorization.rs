@@ -17,6 +17,7 @@
 //! alone ([`TokenFile`]), so the next start does not ask again.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -24,7 +25,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use code_runtime::json::{self, JsonMap, JsonValue};
+use code_runtime::json;
+use code_runtime_fixtures::{KeyPath, Text};
 use futures::stream::BoxStream;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
@@ -36,6 +38,9 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use tokio::sync::Mutex;
 
 use crate::expansion::{Environment, expand};
@@ -118,135 +123,190 @@ impl Algorithm {
     }
 }
 
-const KEYS: [&str; 8] = [
-    "clientId",
-    "clientSecret",
-    "clientMetadataUrl",
-    "scopes",
-    "grant",
-    "privateKeyFile",
-    "signingAlgorithm",
-    "redirectUri",
-];
+/// `"oauth"` as a server's config writes it: `true` (register ourselves, ask for what the
+/// server says), `false` (none), or an object of [`OAuthFields`].
+#[derive(Debug)]
+pub(crate) enum OAuthEntry {
+    Off,
+    On(OAuthFields),
+}
+
+/// The keys of an `"oauth"` object, as written (each string expands `${VAR}` when read).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct OAuthFields {
+    client_id: Option<Text>,
+    client_secret: Option<Text>,
+    client_metadata_url: Option<Text>,
+    scopes: Option<Scopes>,
+    grant: Option<Text>,
+    private_key_file: Option<Text>,
+    signing_algorithm: Option<Text>,
+    redirect_uri: Option<Text>,
+}
+
+/// `scopes`: an array of scope names, or one space-separated string.
+#[derive(Debug)]
+struct Scopes(Vec<String>);
+
+impl<'de> Deserialize<'de> for OAuthEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(OAuthVisitor)
+    }
+}
+
+/// Reads `"oauth"`: a boolean or an object.
+struct OAuthVisitor;
+
+impl<'de> Visitor<'de> for OAuthVisitor {
+    type Value = OAuthEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("true, false or an object")
+    }
+
+    fn visit_bool<E: de::Error>(self, on: bool) -> Result<OAuthEntry, E> {
+        Ok(if on { OAuthEntry::On(OAuthFields::default()) } else { OAuthEntry::Off })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, fields: A) -> Result<OAuthEntry, A::Error> {
+        OAuthFields::deserialize(MapAccessDeserializer::new(fields)).map(OAuthEntry::On)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scopes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScopesVisitor)
+    }
+}
+
+/// Reads `scopes`: a string split at whitespace, or an array of single names.
+struct ScopesVisitor;
+
+impl<'de> Visitor<'de> for ScopesVisitor {
+    type Value = Scopes;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of scope names, or one space-separated string")
+    }
+
+    fn visit_str<E: de::Error>(self, scopes: &str) -> Result<Scopes, E> {
+        Ok(Scopes(scopes.split_whitespace().map(str::to_owned).collect()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut names: A) -> Result<Scopes, A::Error> {
+        let mut scopes = Vec::new();
+        while let Some(Text(name)) = names.next_element()? {
+            if name.contains(char::is_whitespace) {
+                return Err(de::Error::custom("a scope name has no space: give each its own item"));
+            }
+            scopes.push(name);
+        }
+        Ok(Scopes(scopes))
+    }
+}
 
 impl OAuth {
-    /// `"oauth"` of a server's config: `true` (register ourselves, ask for what the server
-    /// says), `false` (none), or an object of [`KEYS`]. Strings expand `${VAR}`.
-    pub(crate) fn from_json(
-        value: &JsonValue,
+    /// The `"oauth"` of the server at `at` (its key path names it in errors), `None` when
+    /// off; `${VAR}` in its strings is taken from `environment`.
+    pub(crate) fn from_entry(
+        entry: OAuthEntry,
+        at: &KeyPath,
         environment: &Environment<'_>,
     ) -> Result<Option<Self>, String> {
-        let object = match value {
-            JsonValue::Bool(false) => return Ok(None),
-            JsonValue::Bool(true) => &JsonMap::new(),
-            JsonValue::Object(object) => object,
-            _ => return Err("oauth must be true, false or an object".into()),
+        let OAuthEntry::On(fields) = entry else { return Ok(None) };
+        let text = |key: &str, value: Option<Text>| -> Result<Option<String>, String> {
+            value
+                .map(|Text(text)| {
+                    expand(&text, environment).map_err(|why| at.key(key).invalid(why))
+                })
+                .transpose()
         };
-        if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
-            let known = KEYS.join(", ");
-            return Err(format!("oauth: unknown key {} ({known})", json::quote(key)));
-        }
-        let text = |key: &str| -> Result<Option<String>, String> {
-            match object.get(key) {
-                None => Ok(None),
-                Some(JsonValue::String(text)) if !text.is_empty() => expand(text, environment)
-                    .map(Some)
-                    .map_err(|why| format!("oauth: {key}: {why}")),
-                Some(_) => Err(format!("oauth: {key} must be a non-empty string")),
-            }
+        let given = Given {
+            id: text("clientId", fields.client_id)?,
+            secret: text("clientSecret", fields.client_secret)?.map(Secret),
+            key_file: text("privateKeyFile", fields.private_key_file)?,
+            algorithm: text("signingAlgorithm", fields.signing_algorithm)?,
+            metadata_url: text("clientMetadataUrl", fields.client_metadata_url)?,
+            grant: text("grant", fields.grant)?,
         };
-        let client = client(&text)?;
-        let scopes = scopes(object.get("scopes"))?;
-        let redirect = match text("redirectUri")? {
+        let client = given.client().map_err(|why| at.invalid(why))?;
+        let redirect = match text("redirectUri", fields.redirect_uri)? {
             None => None,
             Some(uri) => Some(
                 callback::Redirect::parse(&uri)
-                    .map_err(|why| format!("oauth: redirectUri: {why}"))?,
+                    .map_err(|why| at.key("redirectUri").invalid(why))?,
             ),
         };
+        let scopes = fields.scopes.map(|Scopes(scopes)| scopes).unwrap_or_default();
         Ok(Some(Self { client, scopes, redirect }))
     }
 }
 
-/// Who we are, from `"oauth"`'s keys as `text` reads them (expanded).
-fn client(text: &dyn Fn(&str) -> Result<Option<String>, String>) -> Result<Client, String> {
-    let id = text("clientId")?;
-    let secret = text("clientSecret")?.map(Secret);
-    let key_file = text("privateKeyFile")?;
-    let algorithm = match text("signingAlgorithm")? {
-        None => None,
-        Some(name) => {
-            let found = ALGORITHMS.iter().find(|(known, _)| *known == name);
-            Some(found.map(|(_, algorithm)| *algorithm).ok_or_else(|| {
-                let known: Vec<&str> = ALGORITHMS.iter().map(|(known, _)| *known).collect();
-                let known = known.join(", ");
-                format!(
-                    "oauth: signingAlgorithm must be one of {known}, got {}",
-                    json::quote(&name)
-                )
-            })?)
-        }
-    };
-    let metadata_url = text("clientMetadataUrl")?;
-    if metadata_url.as_ref().is_some_and(|url| !url.starts_with("https://")) {
-        return Err("oauth: clientMetadataUrl must be an https:// URL".into());
-    }
-    match text("grant")?.as_deref() {
-        None | Some("authorization_code") => {
-            if key_file.is_some() || algorithm.is_some() {
-                return Err("oauth: privateKeyFile and signingAlgorithm are for \
-                            \"grant\": \"client_credentials\""
-                    .into());
-            }
-            match (id, secret) {
-                (Some(id), secret) => Ok(Client::Registered { id, secret }),
-                (None, None) => Ok(Client::Dynamic { metadata_url }),
-                (None, Some(_)) => Err("oauth: clientSecret needs clientId".into()),
-            }
-        }
-        Some("client_credentials") => {
-            let id = id.ok_or("oauth: \"grant\": \"client_credentials\" needs clientId")?;
-            match (secret, key_file) {
-                (Some(secret), None) if algorithm.is_none() => {
-                    Ok(Client::SecretCredentials { id, secret })
-                }
-                (None, Some(path)) => {
-                    let key = std::fs::read_to_string(&path).map_err(|error| {
-                        format!("oauth: privateKeyFile {}: {error}", json::quote(&path))
-                    })?;
-                    let algorithm = algorithm.unwrap_or(Algorithm::Es256);
-                    Ok(Client::KeyCredentials { id, key: Secret(key), algorithm })
-                }
-                _ => Err("oauth: \"grant\": \"client_credentials\" needs exactly one of \
-                          clientSecret or privateKeyFile (with signingAlgorithm)"
-                    .into()),
-            }
-        }
-        Some(other) => Err(format!(
-            "oauth: grant must be \"authorization_code\" or \"client_credentials\", got {}",
-            json::quote(other)
-        )),
-    }
+/// Who we are, as `"oauth"`'s keys say it (expanded).
+struct Given {
+    id: Option<String>,
+    secret: Option<Secret>,
+    key_file: Option<String>,
+    algorithm: Option<String>,
+    metadata_url: Option<String>,
+    grant: Option<String>,
 }
 
-/// `scopes`: an array of scope names, or one space-separated string.
-fn scopes(value: Option<&JsonValue>) -> Result<Vec<String>, String> {
-    const INVALID: &str =
-        "oauth: scopes must be an array of scope names, or one space-separated string";
-    match value {
-        None => Ok(Vec::new()),
-        Some(JsonValue::String(scopes)) => {
-            Ok(scopes.split_whitespace().map(str::to_owned).collect())
+impl Given {
+    /// The one client these keys make, or why they make none.
+    fn client(self) -> Result<Client, String> {
+        let Self { id, secret, key_file, algorithm, metadata_url, grant } = self;
+        let algorithm = match algorithm {
+            None => None,
+            Some(name) => {
+                let found = ALGORITHMS.iter().find(|(known, _)| *known == name);
+                Some(found.map(|(_, algorithm)| *algorithm).ok_or_else(|| {
+                    let known: Vec<&str> = ALGORITHMS.iter().map(|(known, _)| *known).collect();
+                    let known = known.join(", ");
+                    format!("signingAlgorithm must be one of {known}, got {}", json::quote(&name))
+                })?)
+            }
+        };
+        if metadata_url.as_ref().is_some_and(|url| !url.starts_with("https://")) {
+            return Err("clientMetadataUrl must be an https:// URL".into());
         }
-        Some(JsonValue::Array(items)) => items
-            .iter()
-            .map(|item| {
-                let name = item.as_str().filter(|name| !name.is_empty() && !name.contains(' '));
-                name.map(str::to_owned)
-            })
-            .collect::<Option<_>>()
-            .ok_or_else(|| INVALID.to_owned()),
-        Some(_) => Err(INVALID.to_owned()),
+        match grant.as_deref() {
+            None | Some("authorization_code") => {
+                if key_file.is_some() || algorithm.is_some() {
+                    return Err("privateKeyFile and signingAlgorithm are for \
+                                \"grant\": \"client_credentials\""
+                        .into());
+                }
+                match (id, secret) {
+                    (Some(id), secret) => Ok(Client::Registered { id, secret }),
+                    (None, None) => Ok(Client::Dynamic { metadata_url }),
+                    (None, Some(_)) => Err("clientSecret needs clientId".into()),
+                }
+            }
+            Some("client_credentials") => {
+                let id = id.ok_or("\"grant\": \"client_credentials\" needs clientId")?;
+                match (secret, key_file) {
+                    (Some(secret), None) if algorithm.is_none() => {
+                        Ok(Client::SecretCredentials { id, secret })
+                    }
+                    (None, Some(path)) => {
+                        let key = std::fs::read_to_string(&path).map_err(|error| {
+                            format!("privateKeyFile {}: {error}", json::quote(&path))
+                        })?;
+                        let algorithm = algorithm.unwrap_or(Algorithm::Es256);
+                        Ok(Client::KeyCredentials { id, key: Secret(key), algorithm })
+                    }
+                    _ => Err("\"grant\": \"client_credentials\" needs exactly one of \
+                              clientSecret or privateKeyFile (with signingAlgorithm)"
+                        .into()),
+                }
+            }
+            Some(other) => Err(format!(
+                "grant must be \"authorization_code\" or \"client_credentials\", got {}",
+                json::quote(other)
+            )),
+        }
     }
 }
 

@@ -6,21 +6,31 @@
 //! `{"type": "http", "url": .., "headers": {..}}`), so a user points the gateway at the file they
 //! have. Both may be in one file. `${VAR}` (or `${VAR:-default}`) in `env` and `headers` is
 //! taken from the environment when the config is read ([`expand`]).
+//!
+//! Serde reads the file into [`file`]'s shapes, refusing unknown keys and wrong types; the
+//! checks here hold what types cannot (which keys go with `command` and which with `url`, a
+//! header's name and expanded value, one namespace per server). Every error names the key path
+//! of the value (`mcpServers."brave-search".args[1]: ...`) and shows no string value from the
+//! file, which may be a secret.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use code_runtime::json::{self, JsonMap, JsonValue};
+use code_runtime::json::{self, JsonValue};
 use code_runtime::{Language, Limits};
-use code_runtime_fixtures::{LimitsFile, read_document};
+use code_runtime_fixtures::{KeyPath, Object, Positive, Text, from_document, read_document};
 use code_runtime_providers::{ProviderSpec, PythonSetup};
 
 use axum::http::{HeaderName, HeaderValue};
 use indexmap::IndexMap;
 
 use crate::approval::{Fallback, Policy};
-use crate::authorization::OAuth;
+use crate::authorization::{OAuth, OAuthEntry};
 use crate::expansion::{Environment, expand};
+
+use self::file::{Argv, ClientServer, ConfigFile, HttpUrl, Languages, OwnServer, Program};
+
+mod file;
 
 /// The config, as read and checked.
 #[derive(Debug)]
@@ -127,152 +137,83 @@ impl McpConfig {
         origin: &str,
         environment: &Environment<'_>,
     ) -> Result<Self, String> {
-        let invalid = |why: String| format!("{origin}: {why}");
-        let object =
-            document.as_object().ok_or_else(|| invalid("expected a JSON object".into()))?;
-        const KEYS: [&str; 9] = [
-            "servers",
-            "mcpServers",
-            "bindings",
-            "languages",
-            "limits",
-            "approvalFallback",
-            "truncate",
-            "maxResultTokens",
-            "python",
-        ];
-        if let Some(key) = object.keys().find(|key| !KEYS.contains(&key.as_str())) {
-            return Err(invalid(format!("unknown key {} ({})", json::quote(key), KEYS.join(", "))));
-        }
-        let approval_fallback = match object.get("approvalFallback").map(JsonValue::as_str) {
-            None | Some(Some("deny")) => Fallback::Deny,
-            Some(Some("pause")) => Fallback::Pause,
-            Some(_) => {
-                return Err(invalid("approvalFallback must be \"deny\" or \"pause\"".into()));
-            }
-        };
-        let servers = servers(object, environment).map_err(invalid)?;
-        let bindings = match object.get("bindings") {
-            None => None,
-            Some(JsonValue::String(path)) if !path.is_empty() => Some(PathBuf::from(path)),
-            Some(_) => return Err(invalid("bindings must be the path of a bindings file".into())),
-        };
-        let languages = match object.get("languages") {
+        let Object(file) = from_document::<Object<ConfigFile>>(document, origin)
+            .map_err(|error| error.to_string())?;
+        Self::from_file(file, environment).map_err(|why| format!("{origin}: {why}"))
+    }
+
+    /// The config `file` holds, its servers' keys checked to go together and expanded.
+    fn from_file(file: ConfigFile, environment: &Environment<'_>) -> Result<Self, String> {
+        let root = KeyPath::root();
+        let servers = servers(file.servers, file.mcp_servers, environment)?;
+        let languages = match file.languages {
             None => vec![Language::TypeScript, Language::Python],
-            Some(JsonValue::Array(items)) if !items.is_empty() => {
-                let mut languages: Vec<Language> = Vec::new();
-                for item in items {
-                    match item.as_str().map(str::parse::<Language>) {
-                        Some(Ok(language)) => {
-                            if !languages.contains(&language) {
-                                languages.push(language);
-                            }
-                        }
-                        _ => {
-                            return Err(invalid(format!(
-                                "languages: {} is not typescript or python",
-                                json::encode(item)
-                            )));
-                        }
-                    }
-                }
-                languages
-            }
-            Some(_) => {
-                return Err(invalid("languages must be a non-empty array of languages".into()));
-            }
+            Some(Languages(languages)) => languages,
         };
-        let limits = match object.get("limits") {
-            None => Limits::default(),
-            Some(document) => LimitsFile::from_json(document, &format!("{origin}: limits"))
-                .map_err(|error| error.to_string())?
-                .apply(Limits::default()),
-        };
+        let limits = file.limits.unwrap_or_default().apply(Limits::default());
         limits.validate().map_err(|error| {
             let error = error.to_string();
-            invalid(error.strip_prefix("code-runtime: ").unwrap_or(&error).to_owned())
+            error.strip_prefix("code-runtime: ").unwrap_or(&error).to_owned()
         })?;
-        let result_bytes = result_bytes(object, &limits).map_err(invalid)?;
-        let python = python(object).map_err(invalid)?;
-        Ok(Self { servers, bindings, languages, limits, approval_fallback, result_bytes, python })
+        let truncate = file.truncate.unwrap_or(true);
+        let tokens = match file.max_result_tokens {
+            None => DEFAULT_RESULT_TOKENS,
+            Some(_) if !truncate => {
+                let why = "shrinks results: it needs truncate true";
+                return Err(root.key("maxResultTokens").invalid(why));
+            }
+            Some(Positive(tokens)) => tokens,
+        };
+        // About 4 bytes a token, and never more than the output budget.
+        let bytes = usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        let result_bytes = truncate.then(|| bytes.min(limits.output_bytes()));
+        let python = file.python.map_or_else(PythonSetup::default, |Object(python)| PythonSetup {
+            interpreter: python.interpreter.map(|Text(path)| PathBuf::from(path)),
+            preload: python
+                .preload
+                .unwrap_or_default()
+                .into_iter()
+                .map(|Text(name)| name)
+                .collect(),
+        });
+        Ok(Self {
+            servers,
+            bindings: file.bindings.map(|Text(path)| PathBuf::from(path)),
+            languages,
+            limits,
+            approval_fallback: file.approval_fallback,
+            result_bytes,
+            python,
+        })
     }
 }
 
-/// `truncate` (default true) and `maxResultTokens` (default 6 000): the bytes a result is
-/// shrunk to, about 4 a token and never more than the output budget.
-fn result_bytes(object: &JsonMap, limits: &Limits) -> Result<Option<usize>, String> {
-    let truncate = match object.get("truncate") {
-        None | Some(JsonValue::Bool(true)) => true,
-        Some(JsonValue::Bool(false)) => false,
-        Some(_) => return Err("truncate must be true or false".into()),
-    };
-    let tokens = match object.get("maxResultTokens") {
-        None => DEFAULT_RESULT_TOKENS,
-        Some(_) if !truncate => {
-            return Err("maxResultTokens shrinks results: it needs truncate true".into());
-        }
-        Some(tokens) => tokens
-            .as_u64()
-            .filter(|tokens| *tokens > 0)
-            .ok_or("maxResultTokens must be a positive integer")?,
-    };
-    let bytes = usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX);
-    Ok(truncate.then(|| bytes.min(limits.output_bytes())))
-}
-
-/// `python`: the interpreter (a path, possibly a virtual environment's) and the modules to
-/// preload.
-fn python(object: &JsonMap) -> Result<PythonSetup, String> {
-    let Some(python) = object.get("python") else { return Ok(PythonSetup::default()) };
-    let python = python.as_object().ok_or("python must be an object")?;
-    only(python, &["interpreter", "preload"]).map_err(|why| format!("python: {why}"))?;
-    let interpreter = match python.get("interpreter") {
-        None => None,
-        Some(JsonValue::String(path)) if !path.is_empty() => Some(PathBuf::from(path)),
-        Some(_) => return Err("python: interpreter must be the path of an interpreter".into()),
-    };
-    let preload = match python.get("preload") {
-        None => Vec::new(),
-        Some(JsonValue::Array(items)) => items
-            .iter()
-            .map(|item| item.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .ok_or("python: preload must be an array of module names")?,
-        Some(_) => return Err("python: preload must be an array of module names".into()),
-    };
-    Ok(PythonSetup { interpreter, preload })
-}
-
 /// The servers of both keys, by namespace, `servers` first. A name given twice, or two client
-/// names that become the same namespace, is refused.
+/// names that become the same namespace, is refused; a disabled client entry is left out, as
+/// the client that wrote it leaves it out.
 fn servers(
-    object: &JsonMap,
+    own: IndexMap<String, Object<OwnServer>>,
+    clients: IndexMap<String, Object<ClientServer>>,
     environment: &Environment<'_>,
 ) -> Result<IndexMap<String, Server>, String> {
     let mut servers = IndexMap::new();
-    for (key, client) in [("servers", false), ("mcpServers", true)] {
-        let entries = match object.get(key) {
-            None => continue,
-            Some(JsonValue::Object(entries)) => entries,
-            Some(_) => return Err(format!("{key} must be an object of name to server")),
-        };
-        for (name, server) in entries {
-            let named = |why: String| format!("{key}: server {}: {why}", json::quote(name));
-            let server = if client {
-                Server::from_client_json(server, environment)
-            } else {
-                Server::from_json(server, environment).map(Some)
-            }
-            .map_err(named)?;
-            // A disabled client entry is kept out, as the client that wrote it keeps it out.
-            let Some(server) = server else { continue };
-            let namespace = if client { namespace_of(name) } else { name.clone() };
-            if servers.insert(namespace.clone(), server).is_some() {
-                return Err(named(format!(
-                    "its namespace {} is taken by another server",
-                    json::quote(&namespace)
-                )));
-            }
+    let mut add = |at: KeyPath, namespace: String, server: Server| {
+        if servers.insert(namespace.clone(), server).is_some() {
+            let why =
+                format!("its namespace {} is taken by another server", json::quote(&namespace));
+            return Err(at.invalid(why));
+        }
+        Ok(())
+    };
+    for (name, Object(server)) in own {
+        let at = KeyPath::root().key("servers").key(&name);
+        let server = server.check(&at, environment)?;
+        add(at, name, server)?;
+    }
+    for (name, Object(server)) in clients {
+        let at = KeyPath::root().key("mcpServers").key(&name);
+        if let Some(server) = server.check(&at, environment)? {
+            add(at, namespace_of(&name), server)?;
         }
     }
     Ok(servers)
@@ -292,152 +233,119 @@ fn namespace_of(name: &str) -> String {
     namespace
 }
 
-impl Server {
-    /// A server of our own shape: `{"command": [argv..], "env"}` or `{"url", "headers"}`, with
-    /// `timeoutMs` and `approval`.
-    fn from_json(server: &JsonValue, environment: &Environment<'_>) -> Result<Self, String> {
-        let object =
-            server.as_object().ok_or("expected {\"command\": [...]} or {\"url\": \"...\"}")?;
-        let reach = match (object.get("command"), object.get("url")) {
-            (Some(command), None) => {
-                only(object, &["command", "env", "timeoutMs", "approval"])?;
-                let argv = strings(command)
-                    .filter(|argv| !argv.is_empty())
-                    .ok_or("command must be a non-empty array of strings")?;
-                Reach::Command { argv, env: env(object, environment)?, cwd: None }
+impl OwnServer {
+    /// The server at `at`: a command or a url, each with only its own keys.
+    fn check(self, at: &KeyPath, environment: &Environment<'_>) -> Result<Server, String> {
+        let reach = match (self.command, self.url) {
+            (Some(Argv(argv)), None) => {
+                alone(
+                    at,
+                    "command",
+                    &[("headers", self.headers.is_some()), ("oauth", self.oauth.is_some())],
+                )?;
+                Reach::Command { argv, env: env(self.env, at, environment)?, cwd: None }
             }
             (None, Some(url)) => {
-                only(object, &["url", "headers", "oauth", "timeoutMs", "approval"])?;
-                url_reach(url, object, environment)?
+                alone(at, "url", &[("env", self.env.is_some())])?;
+                url_reach(url, self.headers, self.oauth, at, environment)?
             }
-            _ => return Err("expected exactly one of command (an array) or url (a string)".into()),
-        };
-        Self::with_reach(reach, object)
-    }
-
-    /// A server as MCP clients write it: `{"command": "prog", "args": [..], "env", "cwd"}` or
-    /// `{"type": "http", "url", "headers"}` (`type` optional, `stdio` for a command), with our
-    /// `timeoutMs` and `approval` beside, and `disabled` (`None` when true).
-    fn from_client_json(
-        server: &JsonValue,
-        environment: &Environment<'_>,
-    ) -> Result<Option<Self>, String> {
-        let object = server
-            .as_object()
-            .ok_or("expected {\"command\": \"...\", \"args\": [...]} or {\"url\": \"...\"}")?;
-        match object.get("disabled") {
-            None | Some(JsonValue::Bool(false)) => {}
-            Some(JsonValue::Bool(true)) => return Ok(None),
-            Some(_) => return Err("disabled must be true or false".into()),
-        }
-        let kind = match object.get("type") {
-            None => None,
-            Some(JsonValue::String(kind)) => Some(kind.as_str()),
-            Some(_) => return Err("type must be a string".into()),
-        };
-        let reach = match (kind, object.get("command"), object.get("url")) {
-            (None | Some("stdio"), Some(command), None) => {
-                only(
-                    object,
-                    &["type", "command", "args", "env", "cwd", "disabled", "timeoutMs", "approval"],
-                )?;
-                command_reach(command, object, environment)?
-            }
-            (None | Some("http" | "streamable-http" | "streamableHttp"), None, Some(url)) => {
-                only(
-                    object,
-                    &["type", "url", "headers", "oauth", "disabled", "timeoutMs", "approval"],
-                )?;
-                url_reach(url, object, environment)?
-            }
-            (Some("sse"), ..) => {
-                return Err("type \"sse\" (the old HTTP+SSE transport) is not supported: give \
-                     the server's streamable HTTP url with type \"http\""
-                    .into());
-            }
-            (Some(kind @ ("stdio" | "http" | "streamable-http" | "streamableHttp")), ..) => {
-                let needs = if kind == "stdio" { "command" } else { "url" };
-                return Err(format!("type {} needs {needs} (and only it)", json::quote(kind)));
-            }
-            (Some(kind), ..) => {
-                return Err(format!("type {} is not stdio or http", json::quote(kind)));
-            }
-            (None, ..) => {
-                return Err("expected exactly one of command (a string) or url (a string)".into());
+            _ => {
+                let why = "expected exactly one of command (an array) or url (a string)";
+                return Err(at.invalid(why));
             }
         };
-        Self::with_reach(reach, object).map(Some)
-    }
-
-    /// The server that `reach` gets to, with the `timeoutMs` and `approval` of `object`.
-    fn with_reach(reach: Reach, object: &JsonMap) -> Result<Self, String> {
-        let call_timeout = match object.get("timeoutMs") {
-            None => DEFAULT_CALL_TIMEOUT,
-            Some(ms) => Duration::from_millis(
-                ms.as_u64().filter(|ms| *ms > 0).ok_or("timeoutMs must be a positive integer")?,
-            ),
-        };
-        let approval = match object.get("approval") {
-            None => Policy::Destructive,
-            Some(policy) => Policy::from_json(policy)?,
-        };
-        Ok(Self { reach, call_timeout, approval })
+        Ok(Server::new(reach, self.timeout_ms, self.approval))
     }
 }
 
-/// Refuses a key of `object` not in `allowed`.
-fn only(object: &JsonMap, allowed: &[&str]) -> Result<(), String> {
-    match object.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(key) => Err(format!("unknown key {} ({})", json::quote(key), allowed.join(", "))),
+impl ClientServer {
+    /// The server at `at` (`None` when disabled): a command (`type` `stdio`, or none) or a url
+    /// (`type` `http`, or none), each with only its own keys.
+    fn check(self, at: &KeyPath, environment: &Environment<'_>) -> Result<Option<Server>, String> {
+        if self.disabled {
+            return Ok(None);
+        }
+        let reach = match (self.kind.as_deref(), self.command, self.url) {
+            (None | Some("stdio"), Some(Program(program)), None) => {
+                alone(
+                    at,
+                    "command",
+                    &[("headers", self.headers.is_some()), ("oauth", self.oauth.is_some())],
+                )?;
+                let mut argv = vec![program];
+                argv.extend(self.args.unwrap_or_default());
+                let cwd = self.cwd.map(|Text(cwd)| PathBuf::from(cwd));
+                Reach::Command { argv, env: env(self.env, at, environment)?, cwd }
+            }
+            (None | Some("http" | "streamable-http" | "streamableHttp"), None, Some(url)) => {
+                let command_keys = [
+                    ("args", self.args.is_some()),
+                    ("env", self.env.is_some()),
+                    ("cwd", self.cwd.is_some()),
+                ];
+                alone(at, "url", &command_keys)?;
+                url_reach(url, self.headers, self.oauth, at, environment)?
+            }
+            (Some("sse"), ..) => {
+                return Err(at.key("type").invalid(
+                    "\"sse\" (the old HTTP+SSE transport) is not supported: give the server's \
+                     streamable HTTP url with type \"http\"",
+                ));
+            }
+            (Some(kind @ ("stdio" | "http" | "streamable-http" | "streamableHttp")), ..) => {
+                let needs = if kind == "stdio" { "command" } else { "url" };
+                let why = format!("type {} needs {needs} (and only it)", json::quote(kind));
+                return Err(at.invalid(why));
+            }
+            (Some(kind), ..) => {
+                let why = format!("{} is not stdio or http", json::quote(kind));
+                return Err(at.key("type").invalid(why));
+            }
+            (None, ..) => {
+                let why = "expected exactly one of command (a string) or url (a string)";
+                return Err(at.invalid(why));
+            }
+        };
+        Ok(Some(Server::new(reach, self.timeout_ms, self.approval)))
+    }
+}
+
+impl Server {
+    /// The server `reach` gets to, with its `timeoutMs` and `approval` or their defaults.
+    fn new(reach: Reach, timeout: Option<Positive>, approval: Option<Policy>) -> Self {
+        Self {
+            reach,
+            call_timeout: timeout
+                .map_or(DEFAULT_CALL_TIMEOUT, |Positive(ms)| Duration::from_millis(ms)),
+            approval: approval.unwrap_or(Policy::Destructive),
+        }
+    }
+}
+
+/// Refuses, in the server at `at` reached by `reach` (`command` or `url`), each key of the
+/// other way that is `given`.
+fn alone(at: &KeyPath, reach: &str, keys: &[(&str, bool)]) -> Result<(), String> {
+    let other = if reach == "url" { "command" } else { "url" };
+    match keys.iter().find(|(_, given)| *given) {
+        Some((key, _)) => Err(at.invalid(format!("{key} goes with {other}, not {reach}"))),
         None => Ok(()),
     }
 }
 
-/// An array of strings, as strings.
-fn strings(value: &JsonValue) -> Option<Vec<String>> {
-    value.as_array()?.iter().map(|item| item.as_str().map(str::to_owned)).collect()
-}
-
-/// A client's `command` (a string), `args`, `env` and `cwd`.
-fn command_reach(
-    command: &JsonValue,
-    object: &JsonMap,
+/// `env`, each value expanded.
+fn env(
+    env: Option<IndexMap<String, String>>,
+    at: &KeyPath,
     environment: &Environment<'_>,
-) -> Result<Reach, String> {
-    let program = command
-        .as_str()
-        .filter(|program| !program.is_empty())
-        .ok_or("command must be a non-empty string (its arguments go in args)")?;
-    let mut argv = vec![program.to_owned()];
-    match object.get("args") {
-        None => {}
-        Some(args) => argv.extend(strings(args).ok_or("args must be an array of strings")?),
-    }
-    let cwd = match object.get("cwd") {
-        None => None,
-        Some(JsonValue::String(cwd)) if !cwd.is_empty() => Some(PathBuf::from(cwd)),
-        Some(_) => return Err("cwd must be a directory's path".into()),
-    };
-    Ok(Reach::Command { argv, env: env(object, environment)?, cwd })
-}
-
-/// `env`, an object of strings, each expanded.
-fn env(object: &JsonMap, environment: &Environment<'_>) -> Result<Vec<(String, String)>, String> {
-    match object.get("env") {
-        None => Ok(Vec::new()),
-        Some(JsonValue::Object(env)) => env
-            .iter()
-            .map(|(key, value)| {
-                let value = value
-                    .as_str()
-                    .ok_or_else(|| format!("env {} must be a string", json::quote(key)))?;
-                let value = expand(value, environment)
-                    .map_err(|why| format!("env {}: {why}", json::quote(key)))?;
-                Ok((key.clone(), value))
-            })
-            .collect(),
-        Some(_) => Err("env must be an object of strings".into()),
-    }
+) -> Result<Vec<(String, String)>, String> {
+    env.unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| {
+            let value =
+                expand(&value, environment).map_err(|why| at.key("env").key(&key).invalid(why))?;
+            Ok((key, value))
+        })
+        .collect()
 }
 
 /// The headers the streamable HTTP transport sets itself, which a config may not replace.
@@ -452,48 +360,36 @@ const TRANSPORT_HEADERS: [&str; 8] = [
     "last-event-id",
 ];
 
-/// `url` (http or https) and `headers`, each value expanded and checked as a header.
+/// `url`, `oauth` and `headers`, each header's value expanded and checked as one.
 fn url_reach(
-    url: &JsonValue,
-    object: &JsonMap,
+    HttpUrl(url): HttpUrl,
+    headers: Option<IndexMap<String, String>>,
+    oauth: Option<OAuthEntry>,
+    at: &KeyPath,
     environment: &Environment<'_>,
 ) -> Result<Reach, String> {
-    let url = match url {
-        JsonValue::String(url) if url.starts_with("http://") || url.starts_with("https://") => {
-            url.clone()
-        }
-        _ => return Err(format!("url must be http:// or https://, got {}", json::encode(url))),
-    };
-    let oauth = match object.get("oauth") {
+    let oauth = match oauth {
         None => None,
-        Some(oauth) => OAuth::from_json(oauth, environment)?,
+        Some(oauth) => OAuth::from_entry(oauth, &at.key("oauth"), environment)?,
     };
-    let entries = match object.get("headers") {
-        None => return Ok(Reach::Url { url, headers: Vec::new(), oauth }),
-        Some(JsonValue::Object(entries)) => entries,
-        Some(_) => return Err("headers must be an object of strings".into()),
-    };
-    let mut headers = Vec::new();
-    for (name, value) in entries {
-        let quoted = json::quote(name);
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("headers: {quoted} is not a header name"))?;
+    let mut checked = Vec::new();
+    for (name, value) in headers.unwrap_or_default() {
+        let at = at.key("headers").key(&name);
+        let header =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| at.invalid("not a header name"))?;
         if TRANSPORT_HEADERS.contains(&header.as_str()) {
-            return Err(format!("headers: {quoted} is set by the transport itself"));
+            return Err(at.invalid("set by the transport itself"));
         }
         if oauth.is_some() && header == axum::http::header::AUTHORIZATION {
-            return Err(format!("headers: {quoted} is set by oauth: give one or the other"));
+            return Err(at.invalid("set by oauth: give one or the other"));
         }
-        let value = value.as_str().ok_or_else(|| format!("headers: {quoted} must be a string"))?;
-        let value =
-            expand(value, environment).map_err(|why| format!("headers: {quoted}: {why}"))?;
+        let value = expand(&value, environment).map_err(|why| at.invalid(why))?;
         // The value is not shown: it is likely a secret.
-        let value = HeaderValue::from_str(&value).map_err(|_| {
-            format!("headers: {quoted}: its value is not a header value (a control character?)")
-        })?;
-        headers.push((header, value));
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| at.invalid("its value is not a header value (a control character?)"))?;
+        checked.push((header, value));
     }
-    Ok(Reach::Url { url, headers, oauth })
+    Ok(Reach::Url { url, headers: checked, oauth })
 }
 
 #[cfg(test)]
@@ -501,7 +397,6 @@ mod tests {
     use super::*;
 
     use crate::expansion::test_environment as environment;
-
     #[test]
     fn python_names_an_interpreter_and_modules_to_preload() {
         let parse = |text: &str| {
@@ -519,14 +414,174 @@ mod tests {
             })
         );
         for (text, why) in [
-            (r#"{"python": "/venv/bin/python"}"#, "python must be an object"),
-            (r#"{"python": {"interpreter": ""}}"#, "interpreter must be the path"),
-            (r#"{"python": {"preload": "numpy"}}"#, "preload must be an array of module names"),
-            (r#"{"python": {"preload": [1]}}"#, "preload must be an array of module names"),
-            (r#"{"python": {"venv": "x"}}"#, "python: unknown key \"venv\""),
+            (
+                r#"{"python": "/venv/bin/python"}"#,
+                "python: invalid type: a string, expected {\"interpreter\": PATH, \"preload\": [MODULE, ..]}",
+            ),
+            (
+                r#"{"python": {"interpreter": ""}}"#,
+                "python.interpreter: invalid length 0, expected a non-empty string",
+            ),
+            (
+                r#"{"python": {"preload": "numpy"}}"#,
+                "python.preload: invalid type: a string, expected a sequence",
+            ),
+            (
+                r#"{"python": {"preload": [1]}}"#,
+                "python.preload[0]: invalid type: integer `1`, expected a string",
+            ),
+            (
+                r#"{"python": {"venv": "x"}}"#,
+                "python: unknown field `venv`, expected `interpreter` or `preload`",
+            ),
+        ] {
+            assert_eq!(parse(text).unwrap_err(), format!("config.json: {why}"), "{text}");
+        }
+    }
+
+    fn parse(text: &str) -> Result<McpConfig, String> {
+        let document = code_runtime::json::parse(text).unwrap();
+        McpConfig::from_json(&document, "config.json", &environment)
+    }
+
+    #[test]
+    fn both_shapes_read_into_servers_by_namespace() {
+        let config = parse(
+            r#"{"servers": {"own": {"command": ["prog", "-v"], "env": {"A": "${TOKEN}"},
+                                    "timeoutMs": 5, "approval": ["delete_*"]}},
+                "mcpServers": {
+                  "brave-search": {"command": "npx", "args": ["-y", "s"], "cwd": "/w"},
+                  "remote": {"type": "streamable-http", "url": "https://h/mcp",
+                             "headers": {"X-Key": "k"},
+                             "oauth": {"clientId": "c", "scopes": "read  write"}},
+                  "off": {"command": "x", "disabled": true},
+                  "plain": {"url": "http://h/mcp", "oauth": false, "approval": "none"}},
+                "languages": ["python", "python"], "approvalFallback": "pause",
+                "maxResultTokens": 10, "limits": {"timeoutMs": 1000}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["own", "brave_search", "remote", "plain"]);
+        let own = &config.servers["own"];
+        assert_eq!(
+            own.reach,
+            Reach::Command {
+                argv: vec!["prog".into(), "-v".into()],
+                env: vec![("A".into(), "t0k".into())],
+                cwd: None
+            }
+        );
+        assert_eq!(own.call_timeout, Duration::from_millis(5));
+        assert_eq!(own.approval, Policy::Named(vec!["delete_*".into()]));
+        let Reach::Command { argv, cwd, .. } = &config.servers["brave_search"].reach else {
+            panic!("a command")
+        };
+        assert_eq!((argv.join(" "), cwd.clone()), ("npx -y s".into(), Some(PathBuf::from("/w"))));
+        let Reach::Url { url, headers, oauth } = &config.servers["remote"].reach else {
+            panic!("a url")
+        };
+        assert_eq!((url.as_str(), headers.len()), ("https://h/mcp", 1));
+        assert_eq!(oauth.as_ref().unwrap().scopes, ["read", "write"]);
+        let plain = &config.servers["plain"];
+        assert!(matches!(&plain.reach, Reach::Url { oauth: None, .. }));
+        assert_eq!(
+            (plain.approval.clone(), plain.call_timeout),
+            (Policy::None, DEFAULT_CALL_TIMEOUT)
+        );
+        assert_eq!(config.languages, [Language::Python]);
+        assert!(config.pauses());
+        assert_eq!((config.result_bytes, config.limits.max_wall_ms), (Some(40), 1000));
+    }
+
+    #[test]
+    fn mistakes_name_their_key_path_and_never_show_a_string_value() {
+        for (text, why) in [
+            ("[]", "invalid type: sequence, expected a config object"),
+            (
+                r#"{"servers": {"x": "http://u:s3cret@h"}}"#,
+                r#"servers.x: invalid type: a string, expected a server: {"command": [...]} or {"url": "..."}"#,
+            ),
+            (
+                r#"{"servers": {"x": {"url": "ftp://u:s3cret@h"}}}"#,
+                "servers.x.url: must be http:// or https://",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h", "headers": "Bearer s3cret"}}}"#,
+                "servers.x.headers: invalid type: a string, expected a map",
+            ),
+            (
+                r#"{"servers": {"x": {"command": ["a"], "env": "S3CRET=1"}}}"#,
+                "servers.x.env: invalid type: a string, expected a map",
+            ),
+            (
+                r#"{"servers": {"x": {"url": "http://h", "oauth": "s3cret"}}}"#,
+                "servers.x.oauth: invalid type: a string, expected true, false or an object",
+            ),
+            (
+                r#"{"servers": {"x": {"command": "s3cret --flag"}}}"#,
+                "servers.x.command: invalid type: a string, expected a non-empty array of strings: the program, then its arguments",
+            ),
+            (
+                r#"{"servers": {"x": {"command": ["a"], "approval": "s3cret"}}}"#,
+                r#"servers.x.approval: invalid value: a string, expected "none", "destructive", "all" or an array of tool names or globs"#,
+            ),
+            (
+                r#"{"servers": {"x": {}}}"#,
+                "servers.x: expected exactly one of command (an array) or url (a string)",
+            ),
+            (
+                r#"{"servers": {"x": {"command": ["a"], "url": "http://h"}}}"#,
+                "servers.x: expected exactly one of command (an array) or url (a string)",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"url": "http://h", "args": []}}}"#,
+                "mcpServers.x: args goes with command, not url",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"command": "a", "disabled": true, "autoApprove": []}}}"#,
+                "mcpServers.x: unknown field `autoApprove`, expected one of `type`, `command`, `args`, `env`, `cwd`, `url`, `headers`, `oauth`, `disabled`, `timeoutMs`, `approval`",
+            ),
+            (
+                r#"{"languages": []}"#,
+                "languages: invalid length 0, expected a non-empty array of languages",
+            ),
+            (
+                r#"{"approvalFallback": "ask"}"#,
+                "approvalFallback: unknown variant `ask`, expected `deny` or `pause`",
+            ),
+            (r#"{"bindings": ""}"#, "bindings: invalid length 0, expected a non-empty string"),
+            (
+                r#"{"limits": {"heapMb": 1}}"#,
+                "limits: unknown limit \"heapMb\" (computeMs, timeoutMs, maxOutputBytes, memoryMb, maxCalls, maxCallsPerFunction, maxPendingCalls)",
+            ),
+            (
+                r#"{"limits": {"timeoutMs": 1.5}}"#,
+                "limits.timeoutMs: invalid type: floating point `1.5`, expected a non-negative integer",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"url": "http://h", "oauth": {"scopes": 3}}}}"#,
+                "mcpServers.x.oauth.scopes: invalid type: integer `3`, expected an array of scope names, or one space-separated string",
+            ),
+            (
+                r#"{"mcpServers": {"x": {"url": "http://h", "oauth": {"clientId": ""}}}}"#,
+                "mcpServers.x.oauth.clientId: invalid length 0, expected a non-empty string",
+            ),
         ] {
             let error = parse(text).unwrap_err();
-            assert!(error.starts_with("config.json: ") && error.contains(why), "{text}: {error}");
+            assert_eq!(error, format!("config.json: {why}"), "{text}");
+            assert!(!error.contains("s3cret") && !error.contains("S3CRET"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_config_nesting_deeper_than_serde_walks_is_refused_not_a_crash() {
+        for depth in [200, 100_000] {
+            let text = format!(
+                r#"{{"servers": {{"x": {{"command": ["a"], "approval": {}{}}}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            assert_eq!(parse(&text).unwrap_err(), "config.json: nests deeper than 128 levels");
         }
     }
 

@@ -183,15 +183,21 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
             r#"{"servers": {"remote": {"url": "http://127.0.0.1:1/mcp"}}}"#,
             r#"upstream server "remote": cannot connect to http://127.0.0.1:1: "#,
         ),
-        (r#"{"servers": {"x": {"url": "ftp://example"}}}"#, "url must be http:// or https://"),
-        (r#"{"servers": {"x": {"command": []}}}"#, "command must be a non-empty array of strings"),
+        (
+            r#"{"servers": {"x": {"url": "ftp://example"}}}"#,
+            "servers.x.url: must be http:// or https://",
+        ),
+        (
+            r#"{"servers": {"x": {"command": []}}}"#,
+            "servers.x.command: invalid length 0, expected a non-empty array of strings",
+        ),
         (
             r#"{"servers": {"x": {"command": ["a"], "timeoutMs": 0}}}"#,
-            "timeoutMs must be a positive integer",
+            "servers.x.timeoutMs: invalid value: integer `0`, expected a positive integer",
         ),
         (
             r#"{"servers": {"x": {"url": "http://h/mcp", "env": {}}}}"#,
-            r#"server "x": unknown key "env""#,
+            "servers.x: env goes with command, not url",
         ),
         (
             r#"{"servers": {}, "languages": ["ruby"]}"#,
@@ -201,63 +207,72 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
             r#"{"servers": {}, "limits": {"timeoutMs": 0}}"#,
             "config.json: config.max_wall_ms must be a positive number",
         ),
-        (r#"{"server": {}}"#, r#"unknown key "server""#),
+        (
+            r#"{"server": {}}"#,
+            "config.json: unknown field `server`, expected one of `servers`, `mcpServers`",
+        ),
         // The shape MCP clients write.
         (
             r#"{"mcpServers": {"x": {"command": ["a"]}}}"#,
-            r#"mcpServers: server "x": command must be a non-empty string (its arguments go in args)"#,
+            "mcpServers.x.command: invalid type: sequence, expected a non-empty string (its arguments go in args)",
         ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "args": [1]}}}"#,
-            "args must be an array of strings",
+            "mcpServers.x.args[0]: invalid type: integer `1`, expected a string",
         ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "url": "http://h/mcp"}}}"#,
-            "expected exactly one of command (a string) or url (a string)",
+            "mcpServers.x: expected exactly one of command (a string) or url (a string)",
         ),
         (
             r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
-            r#"type "sse" (the old HTTP+SSE transport) is not supported"#,
+            r#"mcpServers.x.type: "sse" (the old HTTP+SSE transport) is not supported"#,
         ),
-        (r#"{"mcpServers": {"x": {"type": "http", "command": "a"}}}"#, r#"type "http" needs url"#),
         (
-            r#"{"mcpServers": {"x": {"type": "ws", "url": "ws://h"}}}"#,
-            r#"type "ws" is not stdio or http"#,
+            r#"{"mcpServers": {"x": {"type": "http", "command": "a"}}}"#,
+            r#"mcpServers.x: type "http" needs url"#,
         ),
-        (r#"{"mcpServers": {"x": {"command": "a", "oauth": true}}}"#, r#"unknown key "oauth""#),
+        (
+            r#"{"mcpServers": {"x": {"type": "ws", "url": "http://h"}}}"#,
+            r#"mcpServers.x.type: "ws" is not stdio or http"#,
+        ),
+        (
+            r#"{"mcpServers": {"x": {"command": "a", "oauth": true}}}"#,
+            "mcpServers.x: oauth goes with url, not command",
+        ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "disabled": 1}}}"#,
-            "disabled must be true or false",
+            "mcpServers.x.disabled: invalid type: integer `1`, expected a boolean",
         ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "autoApprove": []}}}"#,
-            r#"unknown key "autoApprove""#,
+            "mcpServers.x: unknown field `autoApprove`, expected one of `type`, `command`",
         ),
         (
             r#"{"servers": {"a_b": {"command": ["a"]}}, "mcpServers": {"a-b": {"command": "a"}}}"#,
-            r#"mcpServers: server "a-b": its namespace "a_b" is taken by another server"#,
+            r#"mcpServers."a-b": its namespace "a_b" is taken by another server"#,
         ),
-        (r#"{"mcpServers": []}"#, "mcpServers must be an object of name to server"),
+        (r#"{"mcpServers": []}"#, "mcpServers: invalid type: sequence, expected a map"),
         // Headers and ${VAR}, in either shape.
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "headers": {"Accept": "x"}}}}"#,
-            r#"headers: "Accept" is set by the transport itself"#,
+            "mcpServers.x.headers.Accept: set by the transport itself",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "headers": {"bad name": "x"}}}}"#,
-            r#"headers: "bad name" is not a header name"#,
+            r#"mcpServers.x.headers."bad name": not a header name"#,
         ),
         (
             r#"{"servers": {"x": {"url": "http://h/mcp", "headers": {"X-Key": "a\nsecret"}}}}"#,
-            r#"servers: server "x": headers: "X-Key": its value is not a header value"#,
+            r#"servers.x.headers."X-Key": its value is not a header value"#,
         ),
         (
             r#"{"servers": {"x": {"command": ["a"], "env": {"K": "${CODE_RUNTIME_TEST_NEVER_SET}"}}}}"#,
-            r#"servers: server "x": env "K": ${CODE_RUNTIME_TEST_NEVER_SET} is not set"#,
+            "servers.x.env.K: ${CODE_RUNTIME_TEST_NEVER_SET} is not set",
         ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "${1X}"}}}}"#,
-            "${1X} is not a variable name",
+            "mcpServers.x.env.K: ${1X} is not a variable name",
         ),
         (
             r#"{"mcpServers": {"x": {"command": "a", "env": {"K": "a${B"}}}}"#,
@@ -266,23 +281,23 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         // OAuth, in either shape: what is given must make one grant; secrets are not shown.
         (
             r#"{"servers": {"x": {"url": "http://h/mcp", "oauth": 1}}}"#,
-            "oauth must be true, false or an object",
+            "servers.x.oauth: invalid type: integer `1`, expected true, false or an object",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"client_id": "a"}}}}"#,
-            r#"oauth: unknown key "client_id" (clientId, clientSecret"#,
+            "mcpServers.x.oauth: unknown field `client_id`, expected one of `clientId`, `clientSecret`",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientSecret": "secret"}}}}"#,
-            "oauth: clientSecret needs clientId",
+            "mcpServers.x.oauth: clientSecret needs clientId",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientSecret": "${CODE_RUNTIME_TEST_NEVER_SET}", "clientId": "a"}}}}"#,
-            "oauth: clientSecret: ${CODE_RUNTIME_TEST_NEVER_SET} is not set",
+            "mcpServers.x.oauth.clientSecret: ${CODE_RUNTIME_TEST_NEVER_SET} is not set",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientSecret": "secret"}}}}"#,
-            r#"oauth: "grant": "client_credentials" needs clientId"#,
+            r#"mcpServers.x.oauth: "grant": "client_credentials" needs clientId"#,
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientId": "a"}}}}"#,
@@ -290,37 +305,43 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "client_credentials", "clientId": "a", "privateKeyFile": "/nonexistent/key.pem"}}}}"#,
-            r#"oauth: privateKeyFile "/nonexistent/key.pem": No such file"#,
+            r#"mcpServers.x.oauth: privateKeyFile "/nonexistent/key.pem": No such file"#,
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"signingAlgorithm": "HS256"}}}}"#,
-            "oauth: signingAlgorithm must be one of ES256, ES384, RS256, RS384, RS512",
+            "mcpServers.x.oauth: signingAlgorithm must be one of ES256, ES384, RS256, RS384, RS512",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"grant": "implicit"}}}}"#,
-            r#"oauth: grant must be "authorization_code" or "client_credentials""#,
+            r#"mcpServers.x.oauth: grant must be "authorization_code" or "client_credentials""#,
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"clientMetadataUrl": "http://h/c.json"}}}}"#,
-            "oauth: clientMetadataUrl must be an https:// URL",
+            "mcpServers.x.oauth: clientMetadataUrl must be an https:// URL",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"redirectUri": "http://evil.example:80/cb"}}}}"#,
-            "oauth: redirectUri: must be an http:// URL of 127.0.0.1, [::1] or localhost",
+            "mcpServers.x.oauth.redirectUri: must be an http:// URL of 127.0.0.1, [::1] or localhost",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": {"scopes": ["a b"]}}}}"#,
-            "oauth: scopes must be an array of scope names",
+            "mcpServers.x.oauth.scopes: a scope name has no space",
         ),
         (
             r#"{"mcpServers": {"x": {"url": "http://h/mcp", "oauth": true, "headers": {"Authorization": "Bearer secret"}}}}"#,
-            r#"headers: "Authorization" is set by oauth: give one or the other"#,
+            "mcpServers.x.headers.Authorization: set by oauth: give one or the other",
         ),
-        (r#"{"truncate": "yes"}"#, "truncate must be true or false"),
-        (r#"{"maxResultTokens": 0}"#, "maxResultTokens must be a positive integer"),
+        (
+            r#"{"truncate": "yes"}"#,
+            "config.json: truncate: invalid type: a string, expected a boolean",
+        ),
+        (
+            r#"{"maxResultTokens": 0}"#,
+            "maxResultTokens: invalid value: integer `0`, expected a positive integer",
+        ),
         (
             r#"{"truncate": false, "maxResultTokens": 10}"#,
-            "maxResultTokens shrinks results: it needs truncate true",
+            "maxResultTokens: shrinks results: it needs truncate true",
         ),
     ];
     for (config, phrase) in cases {

@@ -231,7 +231,7 @@ async def main():
         check(os.path.exists(os.path.join(scratch, "graph.jsonl")),
               "the command server got its env with ${GATEWAY_SCRATCH} expanded")
         misuse(config, {"GATEWAY_SCRATCH": scratch},
-               'mcpServers: server "guarded-api": headers: "Authorization": ${GUARD_TOKEN} is not set')
+               'mcpServers."guarded-api".headers.Authorization: ${GUARD_TOKEN} is not set')
         # The server is named by its origin: a URL's path and query may carry credentials.
         origin = url.rsplit("/", 1)[0]
         misuse(config, {"GUARD_TOKEN": "wrong-token", "GATEWAY_SCRATCH": scratch},

@@ -228,7 +228,7 @@ fn limits_files() {
     );
     assert_eq!(
         LimitsFile::from_json(&json!({"timeoutMs": -1}), "l.json").unwrap_err().to_string(),
-        "l.json: timeoutMs must be a non-negative integer"
+        "l.json: timeoutMs: invalid value: integer `-1`, expected a non-negative integer"
     );
 }
 
