@@ -25,7 +25,14 @@ pub fn from_document<T: DeserializeOwned>(
     origin: &str,
 ) -> Result<T, FixtureError> {
     let value = document.to_serde_json().map_err(|too_deep| {
-        FixtureError::new(format!("{origin}: nests deeper than {} levels", too_deep.limit))
+        // Where it starts to go deep: the first steps of the path name the key; the rest would
+        // be a hundred `[0]`.
+        let mut path = too_deep_at(document, too_deep.limit);
+        let cut = path.0.len() > SHOWN_STEPS;
+        path.0.truncate(SHOWN_STEPS);
+        let path = if cut { format!("{path}...") } else { path.to_string() };
+        let why = format!("nests deeper than {} levels", too_deep.limit);
+        FixtureError::new(KeyPath::root().locate(origin, &format!("{path}: {why}")))
     })?;
     serde_path_to_error::deserialize(value).map_err(|error| {
         let mut path = KeyPath::from(error.path());
@@ -37,6 +44,35 @@ pub fn from_document<T: DeserializeOwned>(
         }
         FixtureError::new(path.locate(origin, &message))
     })
+}
+
+/// How many steps of a too-deep value's path an error shows.
+const SHOWN_STEPS: usize = 4;
+
+/// The path of the first container of `document` (in document order) that holds one nested
+/// more than `limit` levels below the root: the key the reader should look at. Walked with a
+/// stack of its own, as a document of any depth may be.
+fn too_deep_at(document: &JsonValue, limit: usize) -> KeyPath {
+    let mut stack: Vec<(&JsonValue, KeyPath, usize)> = vec![(document, KeyPath::root(), 0)];
+    while let Some((value, path, depth)) = stack.pop() {
+        let mut children: Vec<(&JsonValue, KeyPath)> = match value {
+            JsonValue::Array(items) => {
+                items.iter().enumerate().map(|(index, item)| (item, path.index(index))).collect()
+            }
+            JsonValue::Object(members) => {
+                members.iter().map(|(key, item)| (item, path.key(key))).collect()
+            }
+            _ => continue,
+        };
+        if depth >= limit {
+            return path;
+        }
+        // Reversed, so the stack pops them in document order.
+        while let Some((child, child_path)) = children.pop() {
+            stack.push((child, child_path, depth + 1));
+        }
+    }
+    KeyPath::root()
 }
 
 /// Where a value is in a document, written as `jq` does without its leading dot:
@@ -310,6 +346,16 @@ mod tests {
             read(r#"{"a": 1, "b": "x"}"#).unwrap_err(),
             "f.json: b: invalid type: a string, expected u8"
         );
+    }
+
+    #[test]
+    fn a_document_too_deep_for_serde_names_where() {
+        let depth = 100_000;
+        let text =
+            format!(r#"{{"a": 1, "b": {{"c": {}{}}}}}"#, "[".repeat(depth), "]".repeat(depth));
+        let document = code_runtime::json::parse(&text).unwrap();
+        let error = from_document::<serde_json::Value>(&document, "f.json").unwrap_err();
+        assert_eq!(error.to_string(), "f.json: b.c[0][0]...: nests deeper than 128 levels");
     }
 
     #[test]

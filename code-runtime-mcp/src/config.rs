@@ -581,7 +581,10 @@ mod tests {
                 "[".repeat(depth),
                 "]".repeat(depth)
             );
-            assert_eq!(parse(&text).unwrap_err(), "config.json: nests deeper than 128 levels");
+            assert_eq!(
+                parse(&text).unwrap_err(),
+                "config.json: servers.x.approval[0]...: nests deeper than 128 levels"
+            );
         }
     }
 
