@@ -35,9 +35,36 @@ pub(crate) struct Args {
     /// token>` is refused 401 (/healthz stays open).
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,
+    /// The key paused runs' checkpoints are signed with (hex, as for `run`), for a config with
+    /// "approvalFallback": "pause" [default: $CODE_RUNTIME_CHECKPOINT_KEY, else this user's
+    /// kept key]. Replicas share one key.
+    #[arg(long, value_name = "FILE")]
+    checkpoint_key: Option<PathBuf>,
+    /// Where resumed checkpoints are marked spent, so each resumes once [default: this user's
+    /// cache directory]. Replicas share one directory (a shared volume).
+    #[arg(long, value_name = "DIR")]
+    spent_checkpoints: Option<PathBuf>,
     /// At most N runs at once; more wait their turn [default: no cap].
     #[arg(long, value_name = "N", value_parser = positive, allow_hyphen_values = true)]
     max_concurrent_runs: Option<usize>,
+}
+
+/// `--spent-checkpoints`' directory, made (for this user alone) if it is not there, refused
+/// now if it cannot be written rather than at the first resume.
+fn usable_dir(dir: PathBuf) -> Result<PathBuf, Failure> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let unusable =
+        |why: String| Failure::Misuse(format!("--spent-checkpoints {}: {why}", dir.display()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|error| unusable(error.to_string()))?;
+    // Made and removed at once: the directory takes a new file, as a resume needs.
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    std::fs::File::create(&probe).map_err(|error| unusable(format!("not writable: {error}")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(dir)
 }
 
 /// `--max-concurrent-runs`' value.
@@ -88,13 +115,23 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes, rotation)?;
     // A server that pauses runs signs their checkpoints; any replica with the same key
     // (`$CODE_RUNTIME_CHECKPOINT_KEY`) resumes them.
-    let checkpoint_key =
-        if config.pauses() { Some(crate::approvals::checkpoint_key(None)?) } else { None };
+    // The key file is read (and refused if unusable) whether or not the config pauses, so a
+    // replica's mistake shows at its start, not at the first paused run of another config.
+    let key_file = args.checkpoint_key.as_deref();
+    let checkpoint_key = if config.pauses() || key_file.is_some() {
+        Some(crate::approvals::checkpoint_key(key_file)?)
+    } else {
+        None
+    };
+    let spent_checkpoints = match args.spent_checkpoints {
+        Some(dir) => Some(crate::approvals::spent_checkpoints_in(usable_dir(dir)?)),
+        None => crate::approvals::spent_checkpoints(),
+    };
     let options = Options {
         recorder,
         max_concurrent_runs: args.max_concurrent_runs,
         checkpoint_key,
-        spent_checkpoints: crate::approvals::spent_checkpoints(),
+        spent_checkpoints,
     };
     let mut providers = Vec::new();
     for spec in config.provider_specs() {

@@ -1,4 +1,4 @@
-//! Serving over streamable HTTP: `/mcp`, `/healthz` and `/metrics` behind the Host and Origin
+//! Serving over streamable HTTP: `/mcp`, `/healthz`, `/livez` and `/metrics` behind the Host and Origin
 //! check ([`Reach`]) and the bearer token, until the host stops or drains the gateway.
 
 use std::net::{IpAddr, SocketAddr};
@@ -105,7 +105,7 @@ async fn reachable(
     }
 }
 
-/// Serves streamable HTTP at `http.address` (`/mcp`, `/healthz`, `/metrics`) until `control`
+/// Serves streamable HTTP at `http.address` (`/mcp`, `/healthz`, `/livez`, `/metrics`) until `control`
 /// stops it, or has drained the runs in flight. The bound address is told on stderr, so
 /// `127.0.0.1:0` is usable.
 pub(crate) async fn serve_http(
@@ -144,6 +144,9 @@ pub(crate) async fn serve_http(
     let reach = Arc::new(Reach::of(http.address));
     let router = guarded
         .route("/healthz", axum::routing::get(move || std::future::ready(health(&gate))))
+        // Alive while it answers, draining or not: a liveness probe on `/healthz` would restart
+        // a draining server and lose the runs it is finishing.
+        .route("/livez", axum::routing::get(|| std::future::ready("live\n")))
         .layer(axum::middleware::from_fn(move |request, next| {
             reachable(reach.clone(), proven_when_reached, request, next)
         }));

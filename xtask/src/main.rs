@@ -18,8 +18,11 @@
 //!   installed into a fresh virtual environment and tested there (see `wheel.rs`).
 //! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
 //!   needs root (see `unprivileged.rs`).
+//! - `image [--tag NAME]`: the `Containerfile` built by podman, docker or buildah, or why not
+//!   (see `image.rs`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
 
+mod image;
 mod stress;
 mod test_tools;
 mod tidy;
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
             "examples/research.bindings.json",
         ]),
         Some("tidy") => tidy::run(),
+        Some("image") => image::run(&rest),
         Some("unprivileged") => unprivileged::run(&rest),
         Some("wheel") => wheel::run(&rest),
         Some("conformance") => conformance(&rest),
@@ -73,10 +77,10 @@ fn main() -> ExitCode {
             .concat(),
         ),
         Some(other) => Err(format!(
-            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel)"
+            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel, image)"
         )),
         None => {
-            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel)"
+            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel, image)"
                 .to_owned())
         }
     };

@@ -96,9 +96,21 @@ pub(crate) fn cargo_command(args: &[&str]) -> Command {
 /// Points `command` (cargo, or a tool that runs cargo) at the offline V8 library when it exists
 /// and the caller has not named one.
 pub(crate) fn offline_v8(command: &mut Command) {
-    if std::env::var_os("RUSTY_V8_ARCHIVE").is_none() {
-        if let Ok(archive) = project_root().join(OFFLINE_V8_ARCHIVE).canonicalize() {
-            command.env("RUSTY_V8_ARCHIVE", archive);
-        }
+    if let Some(archive) = offline_v8_archive() {
+        command.env("RUSTY_V8_ARCHIVE", archive);
     }
+}
+
+/// The offline V8 library, when it exists and the caller has not named one.
+pub(crate) fn offline_v8_archive() -> Option<PathBuf> {
+    if std::env::var_os("RUSTY_V8_ARCHIVE").is_some() {
+        return None;
+    }
+    project_root().join(OFFLINE_V8_ARCHIVE).canonicalize().ok()
+}
+
+// SAFETY: `geteuid(2)` as the C library declares it; it has no preconditions. (xtask has no
+// dependencies, so not through the `libc` crate.)
+unsafe extern "C" {
+    pub(crate) safe fn geteuid() -> u32;
 }

@@ -31,7 +31,7 @@ const PACKAGES: [(&str, &[&str]); 3] = [
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 pub(crate) fn run(extra: &[String]) -> Result<(), String> {
-    if geteuid() != 0 {
+    if toolchain::geteuid() != 0 {
         return Err("`unprivileged` switches to another user and needs root; as an ordinary \
                     user, `cargo xtask test` already is the unprivileged run"
             .to_owned());
@@ -258,10 +258,4 @@ fn field(line: &str, name: &str) -> Option<String> {
     let start = line.find(&format!(r#""{name}":""#))? + name.len() + 4;
     let end = start + line[start..].find('"')?;
     Some(line[start..end].to_owned())
-}
-
-// SAFETY: `geteuid(2)` as the C library declares it; it has no preconditions. (xtask has no
-// dependencies, so not through the `libc` crate.)
-unsafe extern "C" {
-    safe fn geteuid() -> u32;
 }

@@ -6,6 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 mod approval;
+mod deploy;
 mod hostile;
 mod mcp;
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{Scratch, binary, check_misuse};
+use crate::{Scratch, binary, check_misuse, stderr, stdout};
 
 fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -26,11 +26,7 @@ fn peer_script(script: &str, args: &[&str], passed: &str) {
         .args(args)
         .output()
         .expect("the script runs");
-    let shown = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let shown = format!("{}\n{}", stdout(&output), stderr(&output));
     assert!(output.status.success() && shown.contains(passed), "{shown}");
 }
 
@@ -86,6 +82,12 @@ fn http_serving_takes_a_token_counts_caps_and_drains() {
     peer_script("serving.py", &[], "all serving checks passed");
 }
 
+#[test]
+fn replicas_behind_haproxy_resume_each_others_runs_take_load_drain_and_lose_only_a_killed_ones_runs()
+ {
+    peer_script("replicas.py", &[], "all replica checks passed");
+}
+
 /// `@modelcontextprotocol/conformance` (pinned in mcp-peers/), with `args`; its output when it
 /// fails or does not say `passed`. It runs on the Node 22 pinned beside it (it needs 22's
 /// `fs.globSync`; the machines have Node 20).
@@ -99,11 +101,7 @@ fn conformance(args: &[&str], passed: &str) {
     );
     #[expect(clippy::disallowed_methods, reason = "the pinned conformance suite")]
     let output = Command::new(node).arg(suite).args(args).output().expect("node runs");
-    let shown = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let shown = format!("{}\n{}", stdout(&output), stderr(&output));
     assert!(output.status.success() && shown.contains(passed), "{args:?}\n{shown}");
 }
 
@@ -363,7 +361,13 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let empty = scratch.write("empty.json", r#"{"servers": {}}"#);
     let token = scratch.write("token", " \n");
     let spaced = scratch.write("spaced", "two words\n");
+    let short_key = scratch.write("short.key", "abcd\n");
+    let a_file = scratch.write("a-file", "");
+    let under_a_file = format!("{a_file}/spent");
     for (args, phrase) in [
+        (vec!["--checkpoint-key", "/nonexistent/key"], "cannot read /nonexistent/key"),
+        (vec!["--checkpoint-key", &short_key], "short.key: "),
+        (vec!["--spent-checkpoints", &under_a_file], "--spent-checkpoints "),
         (vec!["--auth-token-file", &token], "--auth-token-file needs --http ADDR"),
         (vec!["--http", "127.0.0.1:0", "--auth-token-file", &token], "is empty"),
         (vec!["--http", "127.0.0.1:0", "--auth-token-file", &spaced], "a token is one word"),

@@ -3,7 +3,8 @@
 200 with --quick) from 10 client sessions, half TypeScript and half Python, each waiting on a
 200 ms timer and making two upstream calls to server-everything. Reports how many succeeded,
 the timer's lateness inside the programs, the server's resident memory and open descriptors at
-start, at peak and after, and the processes of the server's tree before and after (spare cells
+start, at peak and after, the whole process tree's proportional memory (PSS) at start and at its
+peak with the runs then in flight (what a replica needs per run it holds), and the processes of the server's tree before and after (spare cells
 and the upstream server are there before; nothing of a run may be left); then the same load
 K more times (default 2), and the memory after each (what grows round after round would be a
 leak)."""
@@ -14,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import anyio
 from mcp import ClientSession
@@ -55,6 +57,35 @@ def rss_kb(pid):
     return 0
 
 
+def pss_kb(pid):
+    """What a process holds of memory, its shared pages divided among their sharers (so a tree's
+    sum counts each page once)."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass  # gone since it was listed
+    return 0
+
+
+def tree_pss_mb(pid):
+    return sum(pss_kb(each) for each in [pid, *tree(pid)]) / 1024
+
+
+def in_flight(url):
+    """The server's gauge of runs running now."""
+    try:
+        with urllib.request.urlopen(url.rsplit("/mcp", 1)[0] + "/metrics", timeout=5) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith("code_runtime_runs_in_flight "):
+                    return int(float(line.split()[1]))
+    except OSError:
+        pass
+    return 0
+
+
 def fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
@@ -92,6 +123,10 @@ async def main():
         start = {"rss_mb": rss_kb(process.pid) / 1024, "fds": fds(process.pid)}
         before = len(tree(process.pid))
         peak = dict(start)
+        # The whole tree (the server, its cells, the upstream server), with the runs in flight
+        # when it held the most: what a replica needs per run it holds.
+        tree_start = tree_pss_mb(process.pid)
+        tree_peak = {"pss_mb": tree_start, "in_flight": 0}
         outcomes = []
         done = anyio.Event()
 
@@ -100,6 +135,14 @@ async def main():
                 peak["rss_mb"] = max(peak["rss_mb"], rss_kb(process.pid) / 1024)
                 peak["fds"] = max(peak["fds"], fds(process.pid))
                 await anyio.sleep(0.05)
+
+        async def watch_tree():
+            while not done.is_set():
+                running = await anyio.to_thread.run_sync(in_flight, url)
+                held = await anyio.to_thread.run_sync(tree_pss_mb, process.pid)
+                if held > tree_peak["pss_mb"]:
+                    tree_peak.update(pss_mb=held, in_flight=running)
+                await anyio.sleep(0.2)
 
         async def session(index):
             async with streamable_http_client(url) as (read, write, *_):
@@ -124,6 +167,7 @@ async def main():
         started = time.perf_counter()
         async with anyio.create_task_group() as outer:
             outer.start_soon(watch)
+            outer.start_soon(watch_tree)
             async with anyio.create_task_group() as group:
                 for index in range(SESSIONS):
                     group.start_soon(session, index)
@@ -158,6 +202,10 @@ async def main():
         "rss_mb": {key: round(value["rss_mb"], 1) for key, value in (("start", start), ("peak", peak), ("after", after))},
         "fds": {"start": start["fds"], "peak": peak["fds"], "after": after["fds"]},
         "processes": {"before": before, "after": left},
+        "tree_pss_mb": {"start": round(tree_start, 1), "peak": round(tree_peak["pss_mb"], 1),
+                        "in_flight_at_peak": tree_peak["in_flight"],
+                        "per_run": round((tree_peak["pss_mb"] - tree_start) / tree_peak["in_flight"], 2)
+                        if tree_peak["in_flight"] else None},
         "again": {"ok": again_ok, "rss_mb_after_each": again, "fds": again_fds},
     }
     failures = [outcome[3] for outcome in outcomes if not outcome[1]][:3]
@@ -171,11 +219,13 @@ async def main():
         print("  server RSS (MB)      start %(start).1f  peak %(peak).1f  after %(after).1f" % figures["rss_mb"])
         print("  server fds           start %(start)d  peak %(peak)d  after %(after)d" % figures["fds"])
         print("  processes (tree)     before %(before)d  after %(after)d" % figures["processes"])
+        print("  tree PSS (MB)        start %(start).1f  peak %(peak).1f with %(in_flight_at_peak)d runs in flight"
+              " (%(per_run)s MB a run)" % figures["tree_pss_mb"])
         print("  the same load again  %d of %d succeeded; RSS after each %s MB, then %d fds"
               % (again_ok, AGAIN * RUNS, " and ".join("%.1f" % mb for mb in again), again_fds))
         for failure in failures:
             print("  a failure:", str(failure)[:300])
-    if figures["ok"] != RUNS or again_ok != 2 * RUNS or left > before:
+    if figures["ok"] != RUNS or again_ok != AGAIN * RUNS or left > before:
         sys.exit(1)
 
 

@@ -1,5 +1,5 @@
 """`code-runtime mcp --http` served for a team, driven by the official Python MCP SDK:
-`python serving.py BINARY`. A bearer token on /mcp and /metrics (not /healthz), Prometheus
+`python serving.py BINARY`. A bearer token on /mcp and /metrics (not /healthz or /livez), Prometheus
 metrics that count what happened, a cap on concurrent runs that queues the rest, and a SIGTERM
 that drains the run in flight, refuses new ones, then exits 0. Exits non-zero on the first failed
 check. Run by code-runtime-cli/tests/it/mcp.rs."""
@@ -83,6 +83,7 @@ async def main():
     url = await peers._announced_url(process)
     base = url.rsplit("/mcp", 1)[0]
     check(get(base + "/healthz") == (200, "ok\n"), "/healthz answers without a token")
+    check(get(base + "/livez") == (200, "live\n"), "/livez answers without a token")
     check(post_initialize(url, None) == 401 and post_initialize(url, "wrong") == 401
           and post_initialize(url, TOKEN[:-1]) == 401, "/mcp refuses a request without the right token")
     check(post_initialize(url, TOKEN) == 200, "/mcp takes the right token")
@@ -142,7 +143,7 @@ async def main():
                 with anyio.fail_after(60):
                     while get(base + "/healthz")[0] != 503:
                         await anyio.sleep(0.02)
-                check(True, "/healthz says 503 once draining")
+                check(get(base + "/livez")[0] == 200, "/healthz says 503 once draining; /livez stays 200")
                 failed, value = await run(client, "return 1")
                 check(failed and "shutting down" in value, "a new run is refused while draining", value)
             failed, value = outcome["long"]
