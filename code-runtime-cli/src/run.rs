@@ -92,8 +92,8 @@ pub(crate) struct Options {
     /// sees read-only [default: python3]
     #[arg(long, value_name = "PATH")]
     python: Option<PathBuf>,
-    /// Python: modules imported before the program starts (in the zygote, for a server), e.g.
-    /// numpy,pandas
+    /// Python: modules imported before the program starts (in the zygote, for a server, on top
+    /// of the standard modules it preloads), e.g. numpy,pandas
     #[arg(long, value_name = "MOD,..", value_delimiter = ',')]
     preload: Vec<String>,
 }

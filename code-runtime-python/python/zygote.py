@@ -8,16 +8,22 @@
 # does comes back: each run is a fork of it that enters namespaces of its own.
 #
 #   zygote ──clone──▶ B: PID 1 of the run, in new user, mount, pid, ipc, uts and net namespaces
-#                     (its parent the zygote cell's init): its /tmp, /dev/shm and /proc; reaps,
-#                     reports the exit
-#                     └──fork──▶ C: the program's process: no capabilities, rlimits, Landlock,
-#                                seccomp, then the bootstrap's main
+#                     (its parent the zygote cell's init): forks C at once; reaps, reports the exit
+#                     └──fork──▶ C: the program's process: its uid map, /tmp, /dev/shm and /proc;
+#                                no capabilities, rlimits, Landlock, seccomp, then the bootstrap's
+#                                main
 #
-# B sends the host `ready` with pidfds of itself and of C once C has applied every layer, or C, B
-# or the zygote sends `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of
+# C sends the host `ready` with pidfds of B and of itself once it has applied every layer, or C,
+# B or the zygote sends `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of
 # the kernel's ABI (system calls, flags) come from the host, which has them from its C library.
+#
+# Memory: a fork shares every page with the zygote until one of them writes it, and Python
+# writes wherever it runs (each object it touches has a reference count). So B runs a few lines
+# only, C does the rest, and the zygote's loop between forks is short: what any of them touches
+# is what a run costs beyond its own program.
 import _signal
 import _socket
+import gc
 import marshal
 import posix
 import sys
@@ -46,9 +52,36 @@ _SECCOMP = [bytes.fromhex(program) for program in _recipe["seccomp"]]
 # the room it would have in a cell started from scratch.
 _bare = _address_space()
 # The host's preloaded modules (`_PRELOAD`, set ahead of this file): imported once here, so every
-# fork has them in memory; what they map is granted on top of a run's limit, as ctypes is.
+# fork has them in memory; what they map is granted on top of a run's limit, as ctypes is. The
+# standard ones (`_STANDARD`) where the interpreter has them: a build without one serves without.
+# The after-fork hooks of `threading` and `logging` mend the locks and thread lists that other
+# threads held as the process forked. A zygote has one thread, so in its forks they mend nothing,
+# but running them costs each run half a megabyte: Python writes to every object it touches (a
+# reference count), and each page written is a fork's own copy. They are held back here and
+# registered in each program's process once it is forked, for the forks a program makes itself.
+# Every other module's hooks (`random` reseeds) run in each program's process as they would.
+import os  # noqa: E402
+
+_withheld = []
+_register_at_fork = posix.register_at_fork
+
+
+def _registering(**hooks):
+    if getattr(hooks.get("after_in_child"), "__module__", None) in ("threading", "logging"):
+        _withheld.append(hooks)
+    else:
+        _register_at_fork(**hooks)
+
+
+os.register_at_fork = posix.register_at_fork = _registering
+for _name in globals().get("_STANDARD", ()):
+    try:
+        __import__(_name)
+    except Exception:
+        pass
 for _name in globals().get("_PRELOAD", ()):
     __import__(_name)
+os.register_at_fork = posix.register_at_fork = _register_at_fork
 try:
     _threads = len(posix.listdir("/proc/self/task"))
 except OSError:
@@ -59,7 +92,6 @@ if _threads > 1:
     sys.stderr.write("the preloaded modules started threads: a zygote cannot fork safely\n")
     posix._exit(78)
 import ctypes  # noqa: E402
-import os  # noqa: E402
 
 _OVERHEAD = max(0, _address_space() - _bare)
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -113,7 +145,8 @@ def _fail(report, error):
 
 def _enter(run):
     # The namespaces are the clone's; the uid map (the zygote's uid, as the cell user), /tmp,
-    # /dev/shm and the work directory are the init's to make.
+    # /dev/shm, /proc and the work directory are the program's process's to make, with the
+    # capabilities the new user namespace gave it, before it drops them.
     uid = _recipe["uid"]
     _write_file("denying setgroups", b"/proc/self/setgroups", "deny")
     _write_file("writing the uid map", b"/proc/self/uid_map", "%d %d 1" % (uid, uid))
@@ -123,48 +156,40 @@ def _enter(run):
     posix.mkdir("/tmp/.shm", 0o1777)
     posix.chmod("/tmp/.shm", 0o1777)
     _mount("binding /dev/shm", b"/tmp/.shm", b"/dev/shm", None, _FLAGS["bind"], None)
+    if _recipe["proc"] is not None:
+        # Of the run's pid namespace, which the program's process is in as its init is.
+        flags = nosuid_nodev | _FLAGS["noexec"]
+        _mount("mounting /proc", b"proc", b"/proc", b"proc", flags, _recipe["proc"])
     posix.mkdir(run["work"], 0o700)
 
 
 def _init(report, fds, run):
-    # B: PID 1 of the run. Its memory is the run's control: no process of the run may read it.
-    _prctl("making the init undumpable", _FLAGS["set_dumpable"], 0, 0, 0, 0)
-    # The interpreter's handler of SIGINT would make it one a program could send (where
-    # Landlock's signal scope does not stop it first): as PID 1 with the default, it ignores it.
-    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-    _libc.prctl(_FLAGS["set_name"], ctypes.addressof(_CELL), 0, 0, 0)
-    if _recipe["proc"] is not None:
-        flags = _FLAGS["nosuid"] | _FLAGS["nodev"] | _FLAGS["noexec"]
-        _mount("mounting /proc", b"proc", b"/proc", b"proc", flags, _recipe["proc"])
-    ok_read, ok_write = posix.pipe()
+    # B: PID 1 of the run, undumpable, named `cell`, SIGINT at its default, as the zygote made
+    # itself before it served (see its start, below). It forks at once: the interpreter's own
+    # fork, so the program's process runs the modules' after-fork hooks (`random` reseeds),
+    # which the init's clone skipped.
     worker = posix.fork()
     if worker == 0:
-        posix.close(ok_read)
+        for hooks in _withheld:
+            _register_at_fork(**hooks)
+        _threading = sys.modules.get("threading")
+        if _threading is not None and hasattr(_threading.Thread, "_set_native_id"):
+            # All that `threading`'s hook would change in a fork of one thread: the kernel's
+            # id of it (its own id, `pthread_self`, is the zygote's thread's, as it was).
+            _threading.main_thread()._set_native_id()
         try:
-            _become_program(report, ok_write, fds, run)
+            _become_program(report, fds, run)
         except BaseException as error:
             _fail(report, error)
         posix._exit(127)
-    posix.close(ok_write)
     for fd in fds[:4]:
-        posix.close(fd)
-    ok = posix.read(ok_read, 2)
-    posix.close(ok_read)
-    if ok != b"ok":
-        posix._exit(125)
-    pidfds = [posix.pidfd_open(posix.getpid()), posix.pidfd_open(worker)]
-    reporting = _socket.socket(fileno=report)
-    try:
-        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in pidfds)
-        reporting.sendmsg([b"ready"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
-    finally:
-        reporting.detach()
-    for fd in pidfds:
         posix.close(fd)
     _supervise(report, worker)
 
 
 def _supervise(report, worker):
+    # Nothing else: each line the init runs writes pages it shares with the zygote and the
+    # program's process, which then hold copies of their own.
     status = 0
     while True:
         try:
@@ -268,10 +293,12 @@ def _close_from(first):
         posix.closerange(first, 1 << 20)
 
 
-def _become_program(report, ok, fds, run):
+def _become_program(report, fds, run):
     # C: the program's process. Dumpable again (the init's flag came with the fork; an exec
-    # would have reset it), so its own `/proc` files are its own and the host reads its usage.
+    # would have reset it), so its own `/proc` files are its own, to write its uid map to and
+    # for the host to read its usage from.
     _prctl("making the program dumpable", _FLAGS["set_dumpable"], 1, 0, 0, 0)
+    _enter(run)
     posix.setsid()
     _prctl("setting the parent-death signal", _FLAGS["set_pdeathsig"], _FLAGS["sigkill"], 0, 0, 0)
     _drop_capabilities()
@@ -296,35 +323,35 @@ def _become_program(report, ok, fds, run):
     # The zygote's environment was emptied at its start: HOME is the run's one variable.
     os.environ["HOME"] = run["work"]
     posix.environ[b"HOME"] = run["work"].encode()
-    posix.write(ok, b"ok")
-    # The report socket, the control socket and the rest: nothing but 0 to 3 stays.
+    # Every layer holds: the host may start the run. Its init is this process's parent (PID 1).
+    pidfds = [posix.pidfd_open(posix.getppid()), posix.pidfd_open(posix.getpid())]
+    reporting = _socket.socket(fileno=report)
+    try:
+        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in pidfds)
+        reporting.sendmsg([b"ready"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
+    finally:
+        reporting.detach()
+    # The pidfds, the report socket, the control socket and the rest: nothing but 0 to 3 stays.
     _close_from(4)
     _control.detach()
     _scope["_main"]()
 
 
-# Called with the GIL held (a `PyDLL`): the interpreter's own fork protocol brackets the clone.
+# Called with the GIL held (a `PyDLL`).
 _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
-_BEFORE_FORK = ctypes.pythonapi.PyOS_BeforeFork
-_AFTER_FORK_PARENT = ctypes.pythonapi.PyOS_AfterFork_Parent
-_AFTER_FORK_CHILD = ctypes.pythonapi.PyOS_AfterFork_Child
 
 
 def _fork_init():
     # One clone makes the run's init: new namespaces (it is PID 1 of its own), and the zygote's
     # parent (the zygote cell's init) as its parent, which reaps it: the zygote waits for no one.
-    # `os.fork` cannot pass flags; the interpreter's fork hooks run around the call as they do
-    # around `os.fork` (`random` reseeds in the child).
-    _BEFORE_FORK()
+    # Without the interpreter's fork protocol (`PyOS_BeforeFork` and the modules' hooks): the
+    # zygote has one thread (checked as it starts), so no lock is held by another, and the init
+    # runs no module's code; its own fork of the program's process runs the protocol in full.
+    # Its hooks cost pages each fork holds a copy of (a preloaded `threading`'s, 400 KB).
     pid = _clone(ctypes.c_long(_SYS["clone"]), ctypes.c_long(_FLAGS["clone"]), 0, 0, 0, 0)
-    if pid == 0:
-        _AFTER_FORK_CHILD()
-    else:
-        errno = ctypes.get_errno()
-        _AFTER_FORK_PARENT()
-        if pid < 0:
-            raise _Failed("entering the run's namespaces: %d" % errno)
+    if pid < 0:
+        raise _Failed("entering the run's namespaces: %d" % ctypes.get_errno())
     return pid
 
 
@@ -334,7 +361,6 @@ def _serve(request, fds):
         report = fds[4]
         try:
             posix.close(3)
-            _enter(run)
             _init(report, fds, run)
         except BaseException as error:
             _fail(report, error)
@@ -361,6 +387,18 @@ _disguise()
 # sets its own HOME only.
 os.environ.clear()
 posix.environ.clear()
+# What every run's init must be, made once here, where its clone inherits it: undumpable (its
+# memory is the run's control: no process of the run may read it; the program's process makes
+# itself dumpable again), named `cell`, and with SIGINT at its default (the interpreter's handler
+# would make SIGINT one a program could send its init, where Landlock's signal scope does not
+# stop it first; as PID 1 with the default, the init ignores it).
+_prctl("making the zygote undumpable", _FLAGS["set_dumpable"], 0, 0, 0, 0)
+_libc.prctl(_FLAGS["set_name"], ctypes.addressof(_CELL), 0, 0, 0)
+_signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+# Everything loaded so far lives as long as the zygote: out of the collector's sight, so that a
+# collection in a fork (or here) does not write to every object, which would copy each page.
+gc.collect()
+gc.freeze()
 _control.send(b"ready")
 while True:
     try:

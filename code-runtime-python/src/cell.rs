@@ -27,7 +27,7 @@ pub(crate) struct PythonCell {
 impl PythonCell {
     /// Plans the cells of runs of `probe`'s interpreter.
     pub(crate) fn new(probe: &Probe, config: &PythonConfig) -> Result<Self, PythonError> {
-        let packages = command::packages(&probe.site, &config.preload, true);
+        let packages = command::packages(&probe.site, (&config.preload, &[]), true);
         Self::with_script(probe, config, &format!("{packages}{}", command::loader()))
     }
 
@@ -44,7 +44,8 @@ impl PythonCell {
             machine_cache: config.probe_cache.dir(),
         };
         let plan = CellPlan::new(&spec)?;
-        let zygote_prefix = command::packages(&probe.site, &config.preload, false);
+        let standard = if config.standard_preload { crate::STANDARD_PRELOAD } else { &[] };
+        let zygote_prefix = command::packages(&probe.site, (&config.preload, standard), false);
         Ok(Self { plan, max_processes: config.max_processes, zygote_prefix })
     }
 
@@ -83,7 +84,7 @@ impl PythonCell {
         // is found here.
         let script = format!(
             "{}import json, marshal, posix, sys\nsys.stdout.write('ok')",
-            command::packages(&probe.site, &config.preload, true)
+            command::packages(&probe.site, (&config.preload, &[]), true)
         );
         let invalid = |why: String| PythonError::Interpreter {
             interpreter: config.interpreter.clone(),

@@ -76,8 +76,13 @@ pub(crate) fn loader() -> String {
 /// included; the interpreter runs with `-S`, which skips them), the math libraries held to one
 /// thread each (they read these variables once, as they load), then the `preload` modules
 /// imported, or, for the zygote, named in `_PRELOAD` (empty or not) for it to import once it has
-/// measured itself. Empty for a cell when there is nothing to do.
-pub(crate) fn packages(site: &[PathBuf], preload: &[String], import_now: bool) -> String {
+/// measured itself, with the `standard` ones in `_STANDARD`, imported where they can be. Empty
+/// for a cell when there is nothing to do.
+pub(crate) fn packages(
+    site: &[PathBuf],
+    (preload, standard): (&[String], &[&str]),
+    import_now: bool,
+) -> String {
     let mut code = String::new();
     if !site.is_empty() {
         let dirs: Vec<String> = site.iter().map(|dir| python_str(&dir.to_string_lossy())).collect();
@@ -93,6 +98,8 @@ pub(crate) fn packages(site: &[PathBuf], preload: &[String], import_now: bool) -
     let modules: Vec<String> = preload.iter().map(|module| python_str(module)).collect();
     if !import_now {
         code.push_str(&format!("_PRELOAD = [{}]\n", modules.join(", ")));
+        let standard: Vec<String> = standard.iter().map(|module| python_str(module)).collect();
+        code.push_str(&format!("_STANDARD = [{}]\n", standard.join(", ")));
     } else if !modules.is_empty() {
         code.push_str(&format!("for _name in [{}]:\n", modules.join(", ")));
         code.push_str("    __import__(_name)\n");

@@ -80,7 +80,7 @@ use code_runtime::{CodeRuntime, ConfigError, Isolation, Language};
 
 pub use code_runtime_sandbox::{Containment, Options as SandboxOptions, SandboxError};
 
-pub use crate::config::{DEFAULT_MAX_PROCESSES, ProbeCache, PythonConfig};
+pub use crate::config::{DEFAULT_MAX_PROCESSES, ProbeCache, PythonConfig, STANDARD_PRELOAD};
 
 /// Why a [`PythonCodeRuntime`] could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -286,8 +286,14 @@ impl Cell {
     /// processes share (after a `fork`) count once in all; the files processes map from the
     /// read-only root (the interpreter, its libraries) do not. Reads each process's
     /// `/proc/<pid>/smaps_rollup`, which walks its page tables: dearer than [`usage`](Cell::usage),
-    /// so look at that first (its `resident_bytes` bounds this from above). Falls back to
-    /// `usage().memory_bytes` on a kernel without the `Pss_Anon` and `Pss_Shmem` lines.
+    /// so look at that first (its `resident_bytes` bounds this from above).
+    ///
+    /// A process whose share cannot be read counts what `/proc/<pid>/statm` says instead: on a
+    /// kernel without the `Pss_Anon` and `Pss_Shmem` lines, its private resident memory; where
+    /// the file is not there to read (a zombie, or a process exiting, with no memory map left to
+    /// walk: nothing; anything else: all it has resident, so what cannot be seen is never less).
+    /// Only that process: a program that ends while its forks live on must not be charged every
+    /// page they share as if each were its own.
     pub fn memory(&self) -> u64 {
         if self.exit.is_some() {
             return 0;
@@ -300,14 +306,12 @@ impl Cell {
             if seen > 4096 {
                 break;
             }
-            match proportional_memory(pid) {
-                Some(bytes) => total = total.saturating_add(bytes),
-                None if std::fs::metadata(format!("/proc/{pid}")).is_ok() => {
-                    return self.usage().memory_bytes;
-                }
-                // Gone meanwhile.
-                None => {}
-            }
+            let held = match proportional_memory(pid) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => process_usage(pid).map_or(0, |(_, private, _)| private),
+                Err(_) => process_usage(pid).map_or(0, |(_, _, resident)| resident),
+            };
+            total = total.saturating_add(held);
             pending.extend(children(pid));
         }
         total.saturating_add(self.tmp_bytes())
@@ -505,14 +509,17 @@ fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
         .collect()
 }
 
-/// `Pss_Anon` plus `Pss_Shmem` of `pid`, in bytes: what it holds of anonymous and shared memory.
-fn proportional_memory(pid: libc::pid_t) -> Option<u64> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+/// `Pss_Anon` plus `Pss_Shmem` of `pid`, in bytes: what it holds of anonymous and shared memory;
+/// `None` where the kernel does not tell them apart.
+fn proportional_memory(pid: libc::pid_t) -> std::io::Result<Option<u64>> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))?;
     let field = |name: &str| -> Option<u64> {
         let line = rollup.lines().find_map(|line| line.strip_prefix(name))?;
         line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
     };
-    Some(field("Pss_Anon:")?.saturating_add(field("Pss_Shmem:")?).saturating_mul(1024))
+    Ok(field("Pss_Anon:")
+        .zip(field("Pss_Shmem:"))
+        .map(|(anon, shmem)| anon.saturating_add(shmem).saturating_mul(1024)))
 }
 
 /// CPU time (its own and its reaped children's), private resident memory, and resident memory

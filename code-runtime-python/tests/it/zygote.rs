@@ -212,3 +212,98 @@ return refused
     let refused = value(&run(program, vec![])).clone();
     assert_eq!(refused, json!(["mem", "maps", "environ", "fd", "stack", "auxv"]), "{refused}");
 }
+
+#[test]
+fn the_standard_modules_are_in_every_run_and_as_fresh_as_a_first_import() {
+    let runtime = default_runtime();
+    assert!(runtime.containment().zygote);
+    let modules = json::encode(&json!(code_runtime_python::STANDARD_PRELOAD));
+    let loaded = format!("import sys\nreturn [m for m in {modules} if m not in sys.modules]");
+    assert_eq!(value(&run(&loaded, vec![])), &json!([]), "every standard module is preloaded");
+    // What a run does to them, and what they hold that each run must have its own of.
+    let plant = r#"
+import asyncio, dataclasses, decimal, json, random, re, statistics, uuid
+json.dumps = lambda *args, **kwargs: "planted"
+asyncio.PLANTED = dataclasses.PLANTED = statistics.PLANTED = True
+re.purge()
+decimal.getcontext().prec = 3
+random.seed(1)
+return [uuid.uuid4().hex, random.random(), str(decimal.Decimal(1) / 7)]
+"#;
+    let look = r#"
+import asyncio, dataclasses, decimal, json, random, statistics, uuid
+return [json.dumps([1]), hasattr(asyncio, "PLANTED") or hasattr(dataclasses, "PLANTED")
+        or hasattr(statistics, "PLANTED"), str(decimal.Decimal(1) / 7), uuid.uuid4().hex,
+        random.random()]
+"#;
+    let planted = value(&run_on(runtime, CodeRunRequest::new(plant))).clone();
+    assert_eq!(planted[2], json!("0.143"), "{planted}");
+    let first = value(&run_on(runtime, CodeRunRequest::new(look))).clone();
+    let second = value(&run_on(runtime, CodeRunRequest::new(look))).clone();
+    assert_eq!(first[0], json!("[1]"), "{first}");
+    assert_eq!(first[1], json!(false), "{first}");
+    assert_eq!(first[2], json!("0.1428571428571428571428571429"), "{first}");
+    assert_ne!(first[3], planted[0], "uuid4 draws afresh in each run");
+    assert_ne!(first[3], second[3], "uuid4 draws afresh in each run");
+    assert_ne!(first[4], planted[1], "the seed a run set stayed");
+    assert_ne!(first[4], second[4], "random is reseeded in each fork");
+    // The loop `run_code`'s description recommends, as a program writes it.
+    let gather = "import asyncio\n\
+        async def twice(i):\n    await asyncio.sleep(0)\n    return 2 * i\n\
+        return sum(await asyncio.gather(*(twice(i) for i in range(10))))";
+    assert_eq!(value(&run(gather, vec![])), &json!(90));
+}
+
+#[test]
+fn threads_logging_and_a_programs_own_forks_work_in_a_fork_of_the_zygote() {
+    // The zygote holds back `threading`'s and `logging`'s after-fork hooks from its own forks
+    // (they mend what other threads held, and it has none): the program's process registers
+    // them, so a program that starts threads and forks finds both as a fresh interpreter would.
+    let program = r#"
+import io, logging, os, threading
+stream = io.StringIO()
+logging.basicConfig(stream=stream, level=logging.INFO, force=True)
+logging.info("before")
+release = threading.Event()
+waiter = threading.Thread(target=release.wait)
+waiter.start()
+main = threading.main_thread()
+seen = [threading.current_thread() is main, main.native_id == threading.get_native_id(),
+        len(threading.enumerate())]
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    # One thread in the child, the waiter gone; logging's lock free to take.
+    alone = len(threading.enumerate()) == 1 and threading.current_thread() is threading.main_thread()
+    logging.info("child")
+    os.write(write, b"alone" if alone else b"not alone")
+    os._exit(0)
+os.close(write)
+_, status = os.waitpid(pid, 0)
+release.set()
+waiter.join()
+logging.info("after")
+return seen + [os.read(read, 16).decode(), status, stream.getvalue().split()]
+"#;
+    let result = run(program, vec![]);
+    assert_eq!(
+        value(&result),
+        &json!([true, true, 2, "alone", 0, ["INFO:root:before", "INFO:root:after"]]),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn the_standard_modules_are_preloaded_only_by_a_zygote_and_only_when_asked() {
+    // Named in pieces: a program that names `asyncio` or `json` is given them (bootstrap.py).
+    let loaded = "import sys\nreturn ['async' + 'io' in sys.modules, 'js' + 'on' in sys.modules]";
+    for (zygote, standard_preload, expected) in
+        [(true, false, json!([false, false])), (false, true, json!([false, false]))]
+    {
+        let config = PythonConfig { zygote, standard_preload, ..PythonConfig::default() };
+        let runtime = PythonCodeRuntime::new(config).unwrap();
+        assert_eq!(runtime.containment().zygote, zygote);
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new(loaded))), &expected);
+        tokio().block_on(runtime.dispose());
+    }
+}

@@ -595,6 +595,40 @@ time.sleep(30)
 }
 
 #[test]
+fn a_zombie_does_not_charge_the_pages_its_family_shares() {
+    // 64 MB written, then shared by eight forks; a ninth ends and is left unreaped. The zombie
+    // has no memory map to read: it counts as nothing, not as the cell's private memory over
+    // again (which would charge the shared pages nine times).
+    let script = r#"
+import os, time
+held = bytearray(64 << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+for _ in range(8):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+zombie = os.fork()
+if zombie == 0:
+    os._exit(0)
+while open("/proc/%d/stat" % zombie).read().rsplit(")", 1)[1].split()[0] != "Z":
+    time.sleep(0.01)
+print("ready", flush=True)
+time.sleep(30)
+"#;
+    let plan = plan(Options::default(), script);
+    let (mut cell, stdout, _stderr) = start(&plan, CellLimits::new(512 << 20, 30));
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let held = cell.memory();
+    assert!(held >= 64 << 20, "the pages count once: {held} bytes");
+    assert!(held < 2 * (64 << 20), "and only once: {held} bytes");
+    cell.kill();
+    wait(&mut cell, Duration::from_secs(10));
+}
+
+#[test]
 fn an_orphans_cpu_time_counts_after_it_ends() {
     // A grandchild re-parented to the init spends a second of CPU and ends: the init reaped it,
     // and its time still counts.
