@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::child::{self, MOUNT_STEPS, Stage};
-use crate::plan::{CELL_ID, CellLimits, Fds, Maps, Plan, Spawn};
+use crate::plan::{CELL_ID, CellLimits, Fds, Maps, Plan, Spawn, WorkerEnd};
 use crate::{Containment, SandboxError};
 
 /// The descriptors a cell's program gets as 0, 1, 2 and 3.
@@ -615,14 +615,15 @@ fn permuted(count: u32, key: &impl std::hash::BuildHasher) -> u32 {
 }
 
 /// Starts a cell of `plan` with `io`. Blocking; call it on the spawner thread (see
-/// `spawner.rs`), or on the spawner process's only thread. With `dry_run`, the worker stops
-/// right before `exec` and the cell ends. `outer` is the uid a root host maps the cell's user to
-/// (from [`next_outer_id`], which the host alone calls, so that no two cells share one).
+/// `spawner.rs`), or on the spawner process's only thread. `end` says what the worker does once
+/// every layer is on (`WorkerEnd::Call` only in the spawner process, a single thread). `outer`
+/// is the uid a root host maps the cell's user to (from [`next_outer_id`], which the host alone
+/// calls, so that no two cells share one).
 pub(crate) fn start(
     plan: &Arc<Plan>,
     io: CellIo,
     limits: &CellLimits,
-    dry_run: bool,
+    end: WorkerEnd,
     outer: u32,
 ) -> Result<Cell, SandboxError> {
     let start_error = |step, source| SandboxError::Start { step, source };
@@ -663,7 +664,7 @@ pub(crate) fn start(
         envp: [home.as_ptr(), std::ptr::null()],
         _home: home,
         host_strings: crate::plan::HostStrings::of_this_process(),
-        dry_run,
+        end,
     };
     let (pid, pidfd) = match clone_init(plan, &spawn) {
         Ok(cloned) => cloned,

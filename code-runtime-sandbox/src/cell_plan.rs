@@ -9,7 +9,7 @@ use crate::cell::{self, Cell, CellIo};
 use crate::cell_spec::CellSpec;
 use crate::landlock::Ruleset;
 use crate::mounts::{self, cstring};
-use crate::plan::{CellLimits, Namespaces, Plan};
+use crate::plan::{CellLimits, Namespaces, Plan, WorkerEnd};
 use crate::probe::{self, Machine};
 use crate::spawner_process::SpawnerProcess;
 use crate::{Containment, Options, SandboxError, seccomp};
@@ -211,7 +211,7 @@ impl CellPlan {
                     return Ok(cell);
                 }
             }
-            cell::start(&plan, io, &limits, false, cell::next_outer_id())
+            cell::start(&plan, io, &limits, WorkerEnd::Execute, cell::next_outer_id())
         })
         .await
     }

@@ -6,11 +6,17 @@
 //! the clone are allowed. No allocation (another thread may have held the allocator's lock at the
 //! clone), no locks, no panics, no formatting. Every failure is reported as a [`Stage`] and an
 //! errno on a pipe, and the process exits.
+//!
+//! One exception: a spawner process that serves its cells in copies of itself
+//! (`spawner_server::serve_calling`) is single-threaded, so its copies hold no lock another
+//! thread took; its worker is made with the C library's `fork` (which leaves the library's view
+//! of the process right: its thread id, its locks) and, once every layer is on, calls the
+//! program's entry instead of `exec`.
 
 use std::ffi::CString;
 
 use crate::mounts::Step;
-use crate::plan::{Fds, Plan, Spawn};
+use crate::plan::{Fds, Plan, Spawn, WorkerEnd};
 use crate::seccomp;
 
 /// Declares [`Stage`] from one list: each stage's variant (its code is its position) and what
@@ -512,16 +518,23 @@ unsafe fn start_worker(plan: &Plan, spawn: &Spawn, fds: &Fds) -> Result<libc::pi
             *end = moved;
         }
         let [exec_read, exec_write] = pipe;
-        // A raw clone: the C library's `fork` would run the host's fork handlers, which take locks
-        // another thread of the host may have held when the init was cloned.
-        let worker = libc::syscall(
-            libc::SYS_clone,
-            libc::SIGCHLD as libc::c_ulong,
-            0usize,
-            0usize,
-            0usize,
-            0usize,
-        );
+        let worker = match spawn.end {
+            // The program runs in this copy, threads and all: the C library's `fork` leaves the
+            // library's view of the process right (a raw clone would leave the spawner's thread
+            // id in it). Its fork handlers take locks no other thread holds: the spawner
+            // process has one thread.
+            WorkerEnd::Call(_) => libc::fork().into(),
+            // A raw clone: the C library's `fork` would run the host's fork handlers, which take
+            // locks another thread of the host may have held when the init was cloned.
+            WorkerEnd::Execute | WorkerEnd::Exit => libc::syscall(
+                libc::SYS_clone,
+                libc::SIGCHLD as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            ),
+        };
         check(Stage::Fork, worker)?;
         if worker == 0 {
             libc::close(exec_read);
@@ -531,7 +544,8 @@ unsafe fn start_worker(plan: &Plan, spawn: &Spawn, fds: &Fds) -> Result<libc::pi
             libc::_exit(127);
         }
         libc::close(exec_write);
-        // The worker's end closes on exec: end of file means it executed the program.
+        // The worker's end closes on exec (or before its entry is called): end of file means
+        // the program started.
         let mut message = [0u8; 8];
         let read = libc::read(exec_read, message.as_mut_ptr().cast(), message.len());
         libc::close(exec_read);
@@ -582,11 +596,88 @@ unsafe fn become_program(plan: &Plan, spawn: &Spawn, fds: &Fds) -> Result<(), Fa
         for program in &plan.seccomp {
             seccomp::install(program).map_err(|errno| (Stage::Seccomp as u32, errno))?;
         }
-        if spawn.dry_run {
-            libc::_exit(0);
+        match spawn.end {
+            WorkerEnd::Exit => libc::_exit(0),
+            WorkerEnd::Call(entry) => call(plan, spawn, entry),
+            WorkerEnd::Execute => {
+                libc::execve(plan.executable.as_ptr(), spawn.argv.as_ptr(), spawn.envp.as_ptr());
+                Err((Stage::Exec as u32, errno()))
+            }
         }
-        libc::execve(plan.executable.as_ptr(), spawn.argv.as_ptr(), spawn.envp.as_ptr());
-        Err((Stage::Exec as u32, errno()))
+    }
+}
+
+/// The worker of a spawner process that serves its cells in copies of itself: starts the
+/// program as `exec` would have, then runs it. Never returns.
+///
+/// What the copy keeps of the spawner instead of a fresh image: its memory (the spawner's
+/// environment is empty and its heap holds only the cells' plan, no secret), the address-space
+/// layout of its executable and libraries (every cell of the spawner shares it; V8 reserves its
+/// own regions, its heap and code among them, after the fork, at addresses of its own), and the
+/// pages the dynamic loader wrote (relocations: shared with the spawner until written, which is
+/// the point: they are a megabyte and a half of a V8 executable's).
+///
+/// # Safety
+///
+/// Only in the worker, every layer on, in a copy of a single-threaded process.
+unsafe fn call(plan: &Plan, spawn: &Spawn, entry: fn() -> libc::c_int) -> ! {
+    // SAFETY: plain system calls and writes to this copy's own memory; then the program, which
+    // owns this process.
+    unsafe {
+        retitle(plan, spawn);
+        // Dumpable, as `exec` would have made it (the init's flag came with the fork): its
+        // memory is the spawner's user namespace's, not the cell's, so an unprivileged host
+        // could otherwise read nothing of it (`smaps`, `/proc/<pid>/root/tmp`), and a cell's
+        // memory is counted from there.
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+        // What `exec` would have closed: the descriptors marked close-on-exec above, the exec
+        // pipe among them (whose end of file tells the init the program started).
+        close_range(4, libc::c_uint::MAX, 0);
+        // As a Rust executable's start does (the host's frames fail with EPIPE, not a signal).
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A panic must not unwind into the spawner's code this copy still holds: it would go on
+        // as a spawner, inside the cell.
+        libc::_exit(std::panic::catch_unwind(entry).unwrap_or(PANICKED))
+    }
+}
+
+/// The exit code of a program entry that panicked (a Rust program's, when a panic ends it).
+const PANICKED: libc::c_int = 101;
+
+/// Makes a copy that calls its program read as `exec` would have made it: its name the
+/// executable's file name (as much of it as the kernel keeps), its command line the plan's
+/// arguments, written where the spawner's lie (the init overwrote them with its title), when
+/// they fit (they do: the spawner's are the same executable and a longer argument).
+///
+/// # Safety
+///
+/// Only in the worker, in a copy of a single-threaded process.
+unsafe fn retitle(plan: &Plan, spawn: &Spawn) {
+    let path = plan.executable.as_bytes();
+    let file_name = path.rsplit(|&byte| byte == b'/').next().unwrap_or(path);
+    // The kernel keeps 15 bytes of a name, and a NUL.
+    let mut name = [0u8; 16];
+    let kept = file_name.len().min(15);
+    name[..kept].copy_from_slice(&file_name[..kept]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string we own.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+    let Some(strings) = spawn.host_strings else { return };
+    let (start, end) = strings.args;
+    let needed: usize = plan.argv.iter().map(|arg| arg.as_bytes_with_nul().len()).sum();
+    if needed > end - start {
+        return;
+    }
+    // SAFETY: the spawner's argument strings, mapped and writable in this copy of its memory,
+    // and long enough (checked above). The last byte stays NUL: the kernel then reads the whole
+    // range as the arguments (the zeros after them as empty ones).
+    unsafe {
+        std::ptr::write_bytes(start as *mut u8, 0, end - start);
+        let mut at = start;
+        for arg in &plan.argv {
+            let bytes = arg.as_bytes_with_nul();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len());
+            at += bytes.len();
+        }
     }
 }
 

@@ -18,7 +18,11 @@
 //! ([`CellPlan::with_spawner_process`]): that executable, executed once outside any cell, which
 //! clones each cell as the host would have. A cell is a copy of whatever starts it until its
 //! program runs; a copy of a small process costs almost nothing, one of a host with a large
-//! memory milliseconds.
+//! memory milliseconds. A spawner process that serves with
+//! [`serve_spawner_process_calling`] goes further: each cell's worker, once every layer is on,
+//! calls the program's entry in its copy of the spawner instead of executing the program, so
+//! the pages the dynamic loader wrote (a V8 executable's relocations, a megabyte and a half)
+//! are shared with the spawner rather than written again in every cell.
 //!
 //! A [`Zygote`] is the other way to make cells of a plan: a fork server (a language's program,
 //! which has done its expensive start once) in a cell of its own, whose forks enter namespaces of
@@ -93,6 +97,8 @@ pub use crate::containment::{Containment, Options};
 pub use crate::error::SandboxError;
 pub use crate::plan::{CellLimits, DEFAULT_PROCESSES};
 pub use crate::spawner::shutdown;
-pub use crate::spawner_server::serve as serve_spawner_process;
+pub use crate::spawner_server::{
+    serve as serve_spawner_process, serve_calling as serve_spawner_process_calling,
+};
 pub use crate::watch::WatchedCell;
 pub use crate::zygote::Zygote;

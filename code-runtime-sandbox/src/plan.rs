@@ -123,8 +123,20 @@ pub(crate) struct Spawn {
     /// Where the host's command line and environment lie in its memory, which the init (a copy
     /// of the host) overwrites first, so `/proc/1/cmdline` shows nothing of the host.
     pub(crate) host_strings: Option<HostStrings>,
-    /// Stop right before `exec` (the probe).
-    pub(crate) dry_run: bool,
+    /// What the worker does once every layer is on.
+    pub(crate) end: WorkerEnd,
+}
+
+/// What a cell's worker does once every layer is on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WorkerEnd {
+    /// Executes the plan's executable: every cell but those below.
+    Execute,
+    /// Exits (the probe's dry run, which stops right before `exec`).
+    Exit,
+    /// Calls the function and exits with what it returns: the cells of a spawner process that
+    /// serves them in copies of itself (`spawner_server::serve_calling`).
+    Call(fn() -> libc::c_int),
 }
 
 /// The address ranges of a process's command line and environment strings (`/proc/self/stat`

@@ -12,7 +12,7 @@ use crate::cell::{self, CellExit, CellIo};
 use crate::child::{MOUNT_STEPS, Stage};
 use crate::landlock::{self, Ruleset};
 use crate::mounts;
-use crate::plan::{Namespaces, Plan};
+use crate::plan::{Namespaces, Plan, WorkerEnd};
 use crate::{CellLimits, Containment, SandboxError, seccomp};
 
 /// The layers this machine gives.
@@ -169,7 +169,7 @@ fn trial(machine: &Machine) -> Option<(u32, String)> {
         Ok(io) => io,
         Err(error) => return Some((Stage::Fork as u32, format!("opening /dev/null: {error}"))),
     };
-    match cell::start(&plan, io, &limits, true, cell::next_outer_id()) {
+    match cell::start(&plan, io, &limits, WorkerEnd::Exit, cell::next_outer_id()) {
         // A dry run ends on its own right after its last step.
         Ok(mut cell) => match cell.wait() {
             Ok(CellExit::Exited(0)) => None,

@@ -9,7 +9,7 @@ use serde_json::Value as JsonValue;
 use crate::cell::{self, Cell, CellIo, exit_report, readable};
 use crate::cell_plan::CellPlan;
 use crate::message::{receive, send};
-use crate::plan::CellLimits;
+use crate::plan::{CellLimits, WorkerEnd};
 use crate::spawner_process::{CONTROL_FD, PROTOCOL, spec_of};
 
 /// Serves as the spawner process of the host that executed this process with its fd 3 the
@@ -20,10 +20,30 @@ use crate::spawner_process::{CONTROL_FD, PROTOCOL, spec_of};
 /// the thread that started it, and this one serves on the main thread until the host is gone.
 pub fn serve() -> ! {
     // SAFETY: `_exit` ends a process whose cells end with it (their parent-death signal).
-    unsafe { libc::_exit(serve_until_gone()) }
+    unsafe { libc::_exit(serve_until_gone(WorkerEnd::Execute)) }
 }
 
-fn serve_until_gone() -> libc::c_int {
+/// Serves as [`serve`] does, but each cell's program is `entry`, called in a copy of this
+/// process (made by `fork` once the cell's namespaces and layers are on, exactly where the
+/// plan's executable would have been executed), which exits with what it returns.
+///
+/// A cell made so shares with this process every page neither writes: the executable's
+/// relocated data (a megabyte and a half of a V8 executable's, which each `exec` writes anew),
+/// the C library's, the code. What it shares besides: this process's address-space layout
+/// (every cell of the spawner has its executable and libraries at the same addresses; what
+/// `entry` maps, a V8 heap, lies where that cell's own draws put it) and its memory, which
+/// holds no secret (the host starts it with an empty environment, and tells it only plans).
+///
+/// `entry` is what the executable's `main` would run in a cell: it owns the process (threads,
+/// descriptors 0 to 3, which the cell set up) and must not return into anything of the
+/// spawner's; this process must not have started a thread or initialised what `entry` needs
+/// fresh in each cell (V8, for one).
+pub fn serve_calling(entry: fn() -> libc::c_int) -> ! {
+    // SAFETY: as in `serve`.
+    unsafe { libc::_exit(serve_until_gone(WorkerEnd::Call(entry))) }
+}
+
+fn serve_until_gone(end: WorkerEnd) -> libc::c_int {
     // SAFETY: fstat on a descriptor number, with a buffer it fills.
     let is_socket = unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
@@ -68,7 +88,7 @@ fn serve_until_gone() -> libc::c_int {
             if message.is_empty() && fds.is_empty() {
                 return 0; // The host is gone.
             }
-            if let Some(started) = serve_request(&plan, &message, fds) {
+            if let Some(started) = serve_request(&plan, &message, fds, end) {
                 cells.push(started);
             }
         }
@@ -97,7 +117,12 @@ fn hello(control: &OwnedFd) -> Option<CellPlan> {
 }
 
 /// Starts the cell a request asks for; answers on its report socket.
-fn serve_request(plan: &CellPlan, message: &[u8], fds: Vec<OwnedFd>) -> Option<(Cell, OwnedFd)> {
+fn serve_request(
+    plan: &CellPlan,
+    message: &[u8],
+    fds: Vec<OwnedFd>,
+    end: WorkerEnd,
+) -> Option<(Cell, OwnedFd)> {
     let Ok([stdin, stdout, stderr, channel, report]) = <[OwnedFd; 5]>::try_from(fds) else {
         return None; // Not from our host: it always sends five.
     };
@@ -123,7 +148,7 @@ fn serve_request(plan: &CellPlan, message: &[u8], fds: Vec<OwnedFd>) -> Option<(
     };
     let limits = CellLimits { memory_bytes, cpu_seconds, processes, open_files, file_bytes };
     let io = CellIo { stdin, stdout, stderr, channel };
-    match cell::start(&plan.plan, io, &limits, false, outer) {
+    match cell::start(&plan.plan, io, &limits, end, outer) {
         Ok(cell) => {
             let pidfds: Vec<libc::c_int> = std::iter::once(cell.pidfd())
                 .chain(cell.worker_pidfd())

@@ -42,7 +42,7 @@ use crate::cell::{self, Cell, CellIo, millis, readable};
 use crate::cell_plan::CellPlan;
 use crate::message::{hex, pid_of, receive, send, seqpacket, set_nonblocking};
 use crate::mounts::cstring;
-use crate::plan::{CELL_ID, CellLimits, Plan};
+use crate::plan::{CELL_ID, CellLimits, Plan, WorkerEnd};
 use crate::{Containment, SandboxError};
 
 /// How long a zygote may take to start (an interpreter's start, on a busy machine).
@@ -209,7 +209,8 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     };
     // Its own `/tmp` holds nothing: each fork mounts its own.
     let limits = CellLimits::new(1 << 20, u64::MAX);
-    let mut cell = cell::start(&Arc::new(zygote), io, &limits, false, cell::next_outer_id())?;
+    let mut cell =
+        cell::start(&Arc::new(zygote), io, &limits, WorkerEnd::Execute, cell::next_outer_id())?;
     let recipe = recipe(&children)?.to_string();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])

@@ -51,9 +51,12 @@ const EXIT_FATAL: libc::c_int = 70;
 /// own) calls this first thing in `main`, before it starts threads or reads its arguments: the
 /// provider starts the host's own executable in each cell with one argument,
 /// `--code-runtime-v8-cell`, and once, outside any cell, as the spawner process that starts the
-/// cells (`WorkerThreadConfig::spawner_process`), with `--code-runtime-cell-spawner`. A host that cannot (a test harness, a program in another language's
-/// process) names an executable that does, such as the `code-runtime-v8-cell` binary of this
-/// crate, in [`WorkerThreadConfig::cell_executable`](crate::WorkerThreadConfig::cell_executable).
+/// cells (`WorkerThreadConfig::spawner_process`), with `--code-runtime-cell-spawner`; the
+/// spawner's cells are copies of it that serve their run without executing anything, which is
+/// why this must come before anything starts V8 or a thread. A host that cannot (a test
+/// harness, a program in another language's process) names an executable that does, such as
+/// the `code-runtime-v8-cell` binary of this crate, in
+/// [`WorkerThreadConfig::cell_executable`](crate::WorkerThreadConfig::cell_executable).
 ///
 /// ```no_run
 /// // First thing in the host's `main`:
@@ -68,8 +71,9 @@ pub fn serve_cell_if_asked() {
         return;
     }
     if first.as_deref() == Some(OsStr::new(SPAWNER_ARG)) {
-        // The provider's spawner process, which starts its cells (see `process.rs`).
-        code_runtime_sandbox::serve_spawner_process();
+        // The provider's spawner process, which starts its cells (see `process.rs`) as copies
+        // of itself that serve a run each: no `exec`, so they share its relocated pages.
+        code_runtime_sandbox::serve_spawner_process_calling(serve);
     }
     if first.as_deref() != Some(OsStr::new(CELL_ARG)) {
         return;
@@ -97,6 +101,11 @@ fn serve() -> libc::c_int {
     // a socket; nothing else in this process uses or closes it.
     let channel = Arc::new(unsafe { UnixStream::from_raw_fd(CHANNEL_FD) });
     std::panic::set_hook(Box::new(|info| last_words(&format!("panic: {info}"))));
+    // One C allocator arena for the whole cell: each thread (the isolate's, V8's workers) would
+    // otherwise get one of its own, each holding pages of its own, for a process that runs one
+    // program at a time.
+    // SAFETY: mallopt before this process starts a thread; it only sets a parameter.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     platform::initialize();
     let code = Arc::new(AtomicI32::new(EXIT_DONE));
     let thread = platform::spawn_isolate_thread("code-runtime-v8".to_owned(), {
@@ -122,8 +131,14 @@ fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
     v8::V8::set_fatal_error_handler(fatal_error);
     let reader = FrameReader::new(channel.clone());
     let Some(wire::ToCell::Prepare(shape)) = next(&reader) else { return EXIT_MISUSE };
-    let prepared =
-        isolate::prepare(Setup { out_of_memory: Some(out_of_memory), ..Setup::new(shape) });
+    let prepared = isolate::prepare(Setup {
+        out_of_memory: Some(out_of_memory),
+        trim_when_idle: true,
+        ..Setup::new(shape)
+    });
+    // What making the isolate freed goes back to the system while the cell waits for a run.
+    // SAFETY: malloc_trim has no preconditions.
+    unsafe { libc::malloc_trim(0) };
     // The host sends the setup when a run takes this cell.
     let Some(wire::ToCell::Setup(program)) = next(&reader) else { return EXIT_MISUSE };
     prepared.run(program, Outbox::cell(channel), Inbox::Cell(reader));

@@ -56,7 +56,10 @@ pub struct WorkerThreadConfig {
     /// server's heap) milliseconds of CPU per cell; the spawner process is small. It is started
     /// with the first cell, in the background, and again when it dies; cells start in the host
     /// until it is ready, or when it cannot be had. A one-shot host that runs one program and
-    /// exits gains nothing from it.
+    /// exits gains nothing from it. Its cells do not execute the cell executable: each is a copy
+    /// of the spawner process (which has not started V8) that serves its run once its layers are
+    /// on, sharing the executable's relocated pages with it (docs/security.md says what else a
+    /// copy shares).
     pub spawner_process: bool,
     /// `process` isolation: a directory where what this machine's kernel gives the sandbox is
     /// remembered between processes (default `None`: probed once per process, a few

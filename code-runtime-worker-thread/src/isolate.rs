@@ -34,6 +34,10 @@ pub(crate) struct Setup {
     /// handler (which reports it to the host before the cell ends); `None` in the host's
     /// process, where the run ends instead (`abandonment.rs`).
     pub(crate) out_of_memory: Option<v8::OomErrorCallback>,
+    /// Give the C allocator's free pages back the first time the run waits: a cell's process,
+    /// whose memory is the run's alone (`false` in the host's process, whose allocator is the
+    /// host's).
+    pub(crate) trim_when_idle: bool,
 }
 
 impl Setup {
@@ -47,6 +51,7 @@ impl Setup {
             termination: Arc::default(),
             cpu_clock: Arc::default(),
             out_of_memory: None,
+            trim_when_idle: false,
         }
     }
 }
@@ -209,6 +214,7 @@ fn execute(
         return threw(scope, &run, exception);
     };
     run.state.borrow_mut().main = Some(v8::Global::new(scope, promise));
+    let mut idled = false;
     loop {
         if let Some(ending) = turn(scope, setup, &run, promise) {
             return ending;
@@ -246,6 +252,15 @@ fn execute(
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(ending) = fire_timers(scope, &run) {
                     return ending;
+                }
+                if setup.trim_when_idle && !idled {
+                    idled = true;
+                    // What compiling and starting the program freed (V8's zones, mostly) goes
+                    // back to the system while the run waits: a cell holds only what it uses.
+                    // Once, the first time the loop woke with no message from the host (a
+                    // poll's length after it began to wait), so no answer waits behind it.
+                    // SAFETY: malloc_trim has no preconditions.
+                    unsafe { libc::malloc_trim(0) };
                 }
             }
         }

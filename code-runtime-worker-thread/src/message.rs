@@ -186,8 +186,12 @@ pub(crate) struct FrameReader {
     reading: RefCell<(Frames, BytesMut)>,
 }
 
-/// How much one read asks for.
+/// How much one read asks for: as much as the frame being read has so far, from
+/// [`FIRST_READ_BYTES`] up to [`READ_BYTES`]. The buffer is zeroed before each read, so a
+/// first read of a whole [`READ_BYTES`] would make every cell hold 64 KB for frames that are
+/// mostly a few hundred bytes; a long frame grows the reads quickly.
 const READ_BYTES: usize = 64 << 10;
+const FIRST_READ_BYTES: usize = 4 << 10;
 
 impl FrameReader {
     pub(crate) fn new(channel: Arc<UnixStream>) -> Self {
@@ -212,7 +216,7 @@ impl FrameReader {
                 Err(_) => return Err(RecvTimeoutError::Disconnected),
             }
             let filled = buffer.len();
-            buffer.resize(filled + READ_BYTES, 0);
+            buffer.resize(filled + filled.clamp(FIRST_READ_BYTES, READ_BYTES), 0);
             let read = (&*self.channel).read(&mut buffer[filled..]);
             match read {
                 Ok(read) if read > 0 => buffer.truncate(filled + read),

@@ -27,8 +27,9 @@ use crate::{WorkerThreadError, cell};
 /// What a cell may hold beyond the run's memory budget before the host stops it: V8's own
 /// memory outside its heap (its isolate, compiler zones, code, the platform threads' stacks) and
 /// room for the heap limit's one extension to begin (see `memory.rs`). Measured: a cell whose
-/// program waits on a call holds 3.2 MB of anonymous memory (`Pss_Anon`, release build); its
-/// executable's pages are files, not counted. A program that grows past this ends as the in-cell
+/// program waits on a call holds 2 MB of anonymous memory (`Pss_Anon`, release build; 3.2 MB
+/// when a cell executed the cell executable rather than being a copy of the spawner process);
+/// its executable's pages are files, not counted. A program that grows past this ends as the in-cell
 /// limits would have ended it: out of memory (a 128 MiB string flattened under a 64 MB budget,
 /// which the heap limit's extension let through, included).
 const CELL_OVERHEAD_BYTES: u64 = 32 << 20;

@@ -392,3 +392,141 @@ fn cells_start_from_a_spawner_process_which_a_killed_one_is_replaced_by_and_whic
     let left = processes_of(&executable.0);
     assert!(left.is_empty(), "left after dispose (the spawner was {replaced}): {left:?}");
 }
+
+/// The kB of `field` (`Private_Dirty`, say) in `pid`'s mappings of `file` that are read-only and
+/// dirty: an executable's relocated data, which the dynamic loader wrote and then protected.
+/// `None` when the map is closed to this process.
+fn relocated_kb(pid: &str, file: &std::path::Path, field: &str) -> Option<u64> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let wanted = file.to_string_lossy().into_owned();
+    let mut total = 0;
+    let mut relocated = false;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.first().is_some_and(|range| range.contains('-') && !range.ends_with(':')) {
+            relocated = fields.get(1) == Some(&"r--p") && fields.last() == Some(&wanted.as_str());
+        } else if relocated && fields.first() == Some(&field) {
+            total += fields[1].parse::<u64>().ok()?;
+        }
+    }
+    Some(total)
+}
+
+/// The start addresses of `pid`'s anonymous mappings of 1 GiB or more: V8's reservations (its
+/// heap's cage, its code range), which a cell makes after it starts; `None` when the map is
+/// closed to this process.
+fn large_reservations(pid: &str) -> Option<Vec<u64>> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let starts = maps
+        .lines()
+        .filter(|line| line.split_whitespace().nth(5).is_none())
+        .filter_map(|line| {
+            let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+            let (start, end) =
+                (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?);
+            (end - start >= 1 << 30).then_some(start)
+        })
+        .collect();
+    Some(starts)
+}
+
+#[test]
+fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_draws_its_own_reservations()
+ {
+    let executable = OwnExecutable::new("copy-test");
+    let runtime = WorkerThreadCodeRuntime::new(WorkerThreadConfig {
+        isolation: Isolation::Process,
+        cell_executable: Some(executable.0.clone()),
+        ..WorkerThreadConfig::default()
+    })
+    .unwrap();
+    // The first cells start in the host while the spawner process gets ready.
+    let ready = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while spawners_and_programs(&executable.0).0.is_empty() && std::time::Instant::now() < ready {
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    }
+    for _ in 0..4 {
+        assert_eq!(value(&run_on(&runtime, CodeRunRequest::new("return 1"))), &json!(1));
+    }
+    // Two runs wait on a call at once; the second's call looks at both cells' programs (and the
+    // spares) while they run.
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    let waiting = gate.clone();
+    let path = executable.0.clone();
+    let look = binding(move |args| {
+        let first = args.into_value() == json!(1);
+        let gate = waiting.clone();
+        let path = path.clone();
+        async move {
+            if first {
+                // Bounded: a second run that failed before it looked must not hang this test.
+                let wait = std::time::Duration::from_secs(30);
+                let _ = tokio::time::timeout(wait, gate.notified()).await;
+                return Ok(json!(null));
+            }
+            let (spawners, programs) = spawners_and_programs(&path);
+            let spawner = spawners.first().cloned().unwrap_or_default();
+            let copies: Vec<&String> = programs
+                .iter()
+                .filter(|pid| {
+                    parent_of(pid).and_then(|init| parent_of(&init)).as_ref() == Some(&spawner)
+                })
+                .collect();
+            let seen: Vec<_> = copies
+                .iter()
+                .map(|pid| {
+                    json!({
+                        "argv": argv_of(pid),
+                        "private": relocated_kb(pid, &path, "Private_Dirty:"),
+                        "shared": relocated_kb(pid, &path, "Shared_Dirty:"),
+                        "reservations": large_reservations(pid),
+                    })
+                })
+                .collect();
+            // A permit, should the first run's call come after this.
+            gate.notify_one();
+            Ok(
+                json!({"spawner_private": relocated_kb(&spawner, &path, "Private_Dirty:"), "copies": seen}),
+            )
+        }
+    });
+    let namespace = tools().function("look", look);
+    let program = "const seen = await tools.look(ARG); return [seen, Math.random()]";
+    let runs = [1, 2].map(|n| {
+        runtime.run(
+            CodeRunRequest::new(program.replace("ARG", &n.to_string())).binding(namespace.clone()),
+        )
+    });
+    let [first, second] = tokio().block_on(futures::future::join_all(runs)).try_into().unwrap();
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let seen = &value(&second)[0];
+    let copies = seen["copies"].as_array().unwrap();
+    // Both runs' programs, and at least one spare.
+    assert!(copies.len() >= 2, "{seen}");
+    let cell_argv = json!([executable.0.to_string_lossy(), "--code-runtime-v8-cell"]);
+    let mut reservations = Vec::new();
+    for copy in copies {
+        // It reads as the cell `exec` would have started.
+        assert_eq!(copy["argv"], cell_argv, "{seen}");
+        // The host reads its memory map, as the memory budget does (an unprivileged host too).
+        let (Some(private), Some(shared)) = (copy["private"].as_u64(), copy["shared"].as_u64())
+        else {
+            panic!("the host cannot read the memory map of a cell's program: {seen}");
+        };
+        // The pages the dynamic loader wrote (hundreds of kB of a V8 executable's) are the
+        // spawner's, shared: a fresh `exec` would have written its own, all of them private.
+        // Only a few are the copy's own: V8 protects its flags read-only once it set them.
+        assert!(private <= 16 && shared >= 256, "{seen}");
+        let own = copy["reservations"].as_array().unwrap();
+        assert!(!own.is_empty(), "{seen}");
+        reservations.extend(own.iter().cloned());
+    }
+    // Each copy's V8 reserved its regions at addresses of its own: no two copies share one.
+    let count = reservations.len();
+    reservations.sort_by_key(|start| start.as_u64());
+    reservations.dedup();
+    assert_eq!(reservations.len(), count, "{seen}");
+    // Nor their randomness.
+    assert_ne!(value(&first)[1], value(&second)[1]);
+    tokio().block_on(runtime.dispose());
+}
