@@ -659,6 +659,11 @@ async fn until_ending<S: Substrate>(
         return Finish::Ended(Ending::Stopped(reason));
     }
     loop {
+        // Order: stops, then the host's own work (a settled call, a decision), then the program's
+        // next event. A call the program made is served before what the program did next is
+        // read: a call whose future is ready at once settles (and is recorded) even when the
+        // program's end was already waiting behind it, so such a run ends the same way on
+        // every machine, and the program's events cannot starve the answers it waits for.
         let turn = tokio::select! {
             biased;
             reason = stops.first(std::future::pending()) => Turn::Stop(reason.unwrap_or(StopReason::Cancelled)),
@@ -666,6 +671,7 @@ async fn until_ending<S: Substrate>(
                 Some(reason) => Turn::Stop(reason),
                 None => continue,
             },
+            ready = std::future::poll_fn(|cx| board.poll_ready(cx)) => board.ready(substrate, report, ready),
             event = std::future::poll_fn(|cx| substrate.poll_event(cx)) => match event {
                 Event::Log(line) => match output.admit(report, line, &limits) {
                     Some(reason) => Turn::Stop(reason),
@@ -676,7 +682,6 @@ async fn until_ending<S: Substrate>(
                 Event::Replayed { id, function, args } => board.call(substrate, report, (id, true), function, args),
                 Event::Ended(ending) => return Finish::Ended(ending),
             },
-            ready = std::future::poll_fn(|cx| board.poll_ready(cx)) => board.ready(substrate, report, ready),
         };
         // The wall clock stands still while a call waits for a decision.
         if board.waits_for_decision() {

@@ -372,6 +372,45 @@ fn calls_in_flight_are_cancelled_when_the_run_ends() {
 }
 
 #[test]
+fn a_call_ready_at_once_settles_though_the_programs_end_waits_behind_it() {
+    tokio().block_on(async {
+        // The calls and the end reach the host together (the program made three calls without
+        // awaiting them and failed): each call's future is polled before the end is read, so
+        // the calls' work runs and they are answered, on every machine and at every timing.
+        let settled = Arc::new(AtomicUsize::new(0));
+        let counting = CodeBindingNamespace::new("tools").function(
+            "count",
+            binding({
+                let settled = settled.clone();
+                move |args| {
+                    let settled = settled.clone();
+                    async move {
+                        settled.fetch_add(1, Ordering::SeqCst);
+                        Ok(args.into_value())
+                    }
+                }
+            }),
+        );
+        let (runtime, mut scripts) = provider(Limits::default());
+        let run = tokio::spawn({
+            let runtime = runtime.clone();
+            async move { runtime.run(CodeRunRequest::new("p").binding(counting)).await }
+        });
+        let mut script = scripts.recv().await.unwrap();
+        for id in 1..=3 {
+            script.events.send(call(id, 0, json!(id))).unwrap();
+        }
+        script.events.send(Event::Ended(Ending::Threw("TypeError: not awaited".into()))).unwrap();
+        let result = run.await.unwrap().unwrap();
+        assert_eq!(result.error().map(|error| error.kind()), Some(FailureKind::Exception));
+        assert_eq!(settled.load(Ordering::SeqCst), 3, "every call's future ran");
+        for id in 1..=3 {
+            assert_eq!(script.settled.recv().await.unwrap(), (id, Ok(json!(id))));
+        }
+    });
+}
+
+#[test]
 fn a_dropped_run_is_torn_down_and_disposal_waits_for_it() {
     tokio().block_on(async {
         let (runtime, mut scripts) = provider(Limits::default());
