@@ -8,10 +8,12 @@ runs' budgets, and the gateway started with the chart's arguments and rendered c
 answers the probes and exposes the metric the autoscaler reads, then drains on SIGTERM.
 Exits non-zero on the first failed check. Run by code-runtime-cli/tests/it/deploy.rs."""
 
+import atexit
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -219,6 +221,7 @@ def the_gateway_serves_the_chart(kinds, container, metric):
     """Starts the gateway with the chart's arguments and config (the pod's paths moved into a
     scratch directory, the port a free one on loopback), as the pod would."""
     scratch = tempfile.mkdtemp(prefix="code-runtime-chart-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     token = "chart-test-token"
     files = {
         "/config/servers.json": kinds["ConfigMap"]["data"]["servers.json"],

@@ -2,9 +2,11 @@
 npm (mcp-peers/), and `code-runtime mcp` itself, reached with the official Python SDK over stdio or
 streamable HTTP."""
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -159,4 +161,7 @@ async def direct(command, env=None):
 
 
 def scratch_dir():
-    return tempfile.mkdtemp(prefix="code-runtime-mcp-")
+    """A directory of the suite's own, removed as the suite's process exits."""
+    path = tempfile.mkdtemp(prefix="code-runtime-mcp-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

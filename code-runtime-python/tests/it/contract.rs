@@ -301,6 +301,51 @@ fn asyncio_gather_fans_out() {
 }
 
 #[test]
+fn an_asyncio_program_ends_as_asyncio_run_ends_one() {
+    // The bootstrap's loop (not `asyncio.run`'s runner): tasks still pending at the end are
+    // cancelled and run their cleanup, async generators are closed, the default executor's
+    // threads serve and are joined, the running loop is the current one, and a task that fails
+    // as it is cancelled is reported on stderr, not lost.
+    let program = r#"
+import asyncio
+async def background():
+    try:
+        await asyncio.sleep(10)
+    finally:
+        print("background cleaned up")
+async def failing():
+    try:
+        await asyncio.sleep(10)
+    finally:
+        raise ValueError("boom")
+async def numbers():
+    try:
+        yield 1
+        yield 2
+    finally:
+        print("generator closed")
+asyncio.create_task(background())
+asyncio.create_task(failing())
+generator = numbers()
+first = await generator.__anext__()
+doubled = await asyncio.to_thread(lambda: 2 * first)
+await asyncio.sleep(0)
+return [doubled, asyncio.get_event_loop() is asyncio.get_running_loop()]
+"#;
+    let result = run(program, vec![]);
+    assert_eq!(value(&result), &json!([2, true]), "{result:?}");
+    let logs = result.logs();
+    for line in [
+        "background cleaned up",
+        "generator closed",
+        "unhandled exception in a task cancelled as the program ended",
+        "ValueError: boom",
+    ] {
+        assert!(logs.iter().any(|log| log.contains(line)), "{line:?} in {logs:?}");
+    }
+}
+
+#[test]
 fn several_calls_in_flight_without_asyncio() {
     let namespace = tools().function("echo", echo()).function("fail", reject("no"));
     let program = "a = tools.echo(1)\nb = tools.echo(2)\nc = tools.fail({})\ntry:\n    await c\nexcept ToolCallError as e:\n    f = str(e)\nreturn [await b, await a, f]";
