@@ -34,7 +34,8 @@ pub type BindingFuture = Pin<Box<dyn Future<Output = Result<JsonValue, BindingEr
 /// the host reads what the program did next: a future ready at its first poll settles even when
 /// the program ended right after the call. When the run ends (the program returned or failed, a
 /// budget ran out, the request was cancelled, the runtime disposed), every call still in flight
-/// is cancelled: its future is dropped at its current await point, before `run` returns. A closure that must observe this holds a guard whose `Drop` does the work.
+/// is cancelled: its future is dropped at its current await point, before `run` returns. A
+/// closure that must observe this holds a guard whose `Drop` does the work.
 ///
 /// Build one with [`binding`] or [`binding_with`].
 #[derive(Clone)]
