@@ -21,7 +21,9 @@
 //!    (`syscalls`, `flags`: the host's C library has them, so the zygote hard-codes no ABI), the
 //!    seccomp programs (`seccomp`, each the hex of its `struct sock_filter` array), the Landlock
 //!    ruleset (`landlock`: `fs`, `net`, `scoped`, and `rules` of `[path, access]`; or `null`), and
-//!    the options of `/proc` (`proc`, or `null` for none).
+//!    the options of `/proc` (`proc`, or `null` for none); with it, where this machine has one,
+//!    the run's init as an executable `memfd` (`run_init.rs`), which each run's first process
+//!    executes once it has forked the program's process.
 //! 2. zygote → host: `ready`.
 //! 3. host → zygote, per cell: JSON with `rlimits` (`[resource, soft, hard]`), `tmp` (the options
 //!    of its `/tmp`) and `work` (its work directory), with five descriptors: stdin, stdout,
@@ -212,9 +214,11 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     let mut cell =
         cell::start(&Arc::new(zygote), io, &limits, WorkerEnd::Execute, cell::next_outer_id())?;
     let recipe = recipe(&children)?.to_string();
+    let init = crate::run_init::executable();
+    let init_fds: Vec<_> = init.iter().map(AsRawFd::as_raw_fd).collect();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])
-        .and_then(|()| send(control.as_fd(), recipe.as_bytes(), &[]))
+        .and_then(|()| send(control.as_fd(), recipe.as_bytes(), &init_fds))
         .map(|()| readable(&control, millis(START_WITHIN)))
         .and_then(
             |ready| if ready { receive(control.as_fd(), 0) } else { Ok((Vec::new(), Vec::new())) },
