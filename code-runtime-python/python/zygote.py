@@ -8,19 +8,22 @@
 # does comes back: each run is a fork of it that enters namespaces of its own.
 #
 #   zygote ──clone──▶ B: PID 1 of the run, in new user, mount, pid, ipc, uts and net namespaces
-#                     (its parent the zygote cell's init): forks C at once; reaps, reports the exit
-#                     └──fork──▶ C: the program's process: its uid map, /tmp, /dev/shm and /proc;
-#                                no capabilities, rlimits, Landlock, seccomp, then the bootstrap's
-#                                main
+#                     (its parent the zygote cell's init): forks C at once; makes /tmp, /dev/shm,
+#                     /proc and the work directory, sets C's rlimits; tells the host C is ready;
+#                     then executes the host's init image, which reaps and reports the exit
+#                     └──fork──▶ C: the program's process: its uid map; no capabilities, Landlock,
+#                                seccomp, then the bootstrap's main
 #
-# C sends the host `ready` with pidfds of B and of itself once it has applied every layer, or C,
-# B or the zygote sends `failed <step>: <errno>`; B sends `exit <status>` when C ends. Numbers of
-# the kernel's ABI (system calls, flags) come from the host, which has them from its C library.
+# B and C take turns with a byte on a pipe each way (see `_init`). B sends the host `ready` with
+# pidfds of B and of C once C has applied every layer, or C, B or the zygote sends `failed <step>:
+# <errno>`; B's image sends `exit <status>` when C ends. Numbers of the kernel's ABI (system
+# calls, flags) come from the host, which has them from its C library.
 #
 # Memory: a fork shares every page with the zygote until one of them writes it, and Python
-# writes wherever it runs (each object it touches has a reference count). So B runs a few lines
-# only, C does the rest, and the zygote's loop between forks is short: what any of them touches
-# is what a run costs beyond its own program.
+# writes wherever it runs (each object it touches has a reference count). C keeps its copies for
+# as long as the run waits; B's go with its `exec`. So C does only what must be done in its own
+# process, B the rest, the zygote makes and warms once what every fork would otherwise make, and
+# its loop between forks is short.
 import _signal
 import _socket
 import gc
@@ -36,6 +39,13 @@ def _address_space():
                 return int(line.split()[1]) * 1024
     return 0
 
+
+# The interpreter as it started, measured before this file was compiled (`_BARE`, by the start
+# in code-runtime-python's command.rs): all the fork server adds to it (the bootstrap, the
+# preloaded modules, ctypes and its library, this file and its compilation, the buffers its
+# messages took) is granted on top of a run's address-space limit (see `_OVERHEAD`), so a
+# program has at least the room it would have in a cell started from scratch.
+_bare = _BARE  # noqa: F821
 
 _control = _socket.socket(fileno=3)
 _prelude = _control.recv(1 << 23)
@@ -58,10 +68,6 @@ del _rights, _flags, _address
 _SYS = _recipe["syscalls"]
 _FLAGS = _recipe["flags"]
 _SECCOMP = [bytes.fromhex(program) for program in _recipe["seccomp"]]
-# What the fork server adds to the interpreter with the bootstrap loaded (the preloaded modules,
-# ctypes and its library): a run's address-space limit grants it on top, so a program has at least
-# the room it would have in a cell started from scratch.
-_bare = _address_space()
 # The host's preloaded modules (`_PRELOAD`, set ahead of this file): imported once here, so every
 # fork has them in memory; what they map is granted on top of a run's limit, as ctypes is. The
 # standard ones (`_STANDARD`) where the interpreter has them: a build without one serves without.
@@ -153,50 +159,99 @@ def _fail(report, error):
         pass
 
 
-def _enter(run):
-    # The namespaces are the clone's; the uid map (the zygote's uid, as the cell user), /tmp,
-    # /dev/shm, /proc and the work directory are the program's process's to make, with the
-    # capabilities the new user namespace gave it, before it drops them.
+def _map_ids():
+    # The program's process's, which makes itself dumpable for it: its uid map (the zygote's uid
+    # as the cell user), whose `/proc` file an undumpable process cannot open as an unprivileged
+    # host's uid. Its init then has a user to make files as.
     uid = _recipe["uid"]
     _write_file("denying setgroups", b"/proc/self/setgroups", "deny")
     _write_file("writing the uid map", b"/proc/self/uid_map", "%d %d 1" % (uid, uid))
     _write_file("writing the gid map", b"/proc/self/gid_map", "%d %d 1" % (uid, uid))
+
+
+def _make_cell(run, worker):
+    # The init's: /tmp, /dev/shm, /proc and the work directory, which the namespaces it shares
+    # with the program's process hold for both, and the program's process's resource limits
+    # (`prlimit`), with the capabilities the new user namespace gave it.
     nosuid_nodev = _FLAGS["nosuid"] | _FLAGS["nodev"]
     _mount("mounting /tmp", b"tmpfs", b"/tmp", b"tmpfs", nosuid_nodev, run["tmp"])
     posix.mkdir("/tmp/.shm", 0o1777)
     posix.chmod("/tmp/.shm", 0o1777)
     _mount("binding /dev/shm", b"/tmp/.shm", b"/dev/shm", None, _FLAGS["bind"], None)
     if _recipe["proc"] is not None:
-        # Of the run's pid namespace, which the program's process is in as its init is.
+        # Of the run's pid namespace, which the init is PID 1 of.
         flags = nosuid_nodev | _FLAGS["noexec"]
         _mount("mounting /proc", b"proc", b"/proc", b"proc", flags, _recipe["proc"])
     posix.mkdir(run["work"], 0o700)
+    for resource, soft, hard in run["rlimits"]:
+        if resource == _FLAGS["rlimit_as"]:
+            soft, hard = soft + _OVERHEAD, hard + _OVERHEAD
+        limit = _Rlimit(soft, hard)
+        _check(
+            "setting resource limits",
+            _libc.prlimit(worker, ctypes.c_int(resource), ctypes.byref(limit), None),
+        )
 
 
 def _init(report, fds, run):
     # B: PID 1 of the run, undumpable, named `cell`, SIGINT at its default, as the zygote made
     # itself before it served (see its start, below). It forks at once: the interpreter's own
     # fork, so the program's process runs the modules' after-fork hooks (`random` reseeds),
-    # which the init's clone skipped.
+    # which the init's clone skipped. Then the two take turns, a byte on a pipe each way: the
+    # program's process maps its ids (`m`), the init makes the cell (`c`), the program's process
+    # applies its layers (`r`), the init tells the host. What the init writes is gone with the
+    # `exec` that follows (see `_become_init`); what the program's process writes it keeps, for
+    # as long as the run waits: each step is the init's that can be.
+    init_reads, program_writes = posix.pipe()
+    program_reads, init_writes = posix.pipe()
     worker = posix.fork()
     if worker == 0:
+        posix.close(init_reads)
+        posix.close(init_writes)
         for hooks in _withheld:
             _register_at_fork(**hooks)
-        _threading = sys.modules.get("threading")
-        if _threading is not None and hasattr(_threading.Thread, "_set_native_id"):
-            # All that `threading`'s hook would change in a fork of one thread: the kernel's
-            # id of it (its own id, `pthread_self`, is the zygote's thread's, as it was).
-            _threading.main_thread()._set_native_id()
         try:
-            _become_program(report, fds, run)
+            _become_program(report, fds, run, program_writes, program_reads)
         except BaseException as error:
             _fail(report, error)
         posix._exit(127)
+    posix.close(program_writes)
+    posix.close(program_reads)
     for fd in fds[:4]:
         posix.close(fd)
+    # Nothing more, should the program's process fail (it has reported why) or die first; nor
+    # should the cell not be made, which the program's process then learns from the pipe's end.
+    if posix.read(init_reads, 1) == b"m":
+        try:
+            _make_cell(run, worker)
+        except BaseException as error:
+            _fail(report, error)
+        else:
+            posix.write(init_writes, b"c")
+            if posix.read(init_reads, 1) == b"r":
+                _report_ready(report, worker)
+    posix.close(init_writes)
     if _RUN_INIT is not None and worker == 2:
         _become_init(report)
     _supervise(report, worker)
+
+
+def _report_ready(report, worker):
+    # Every layer holds in the program's process: the host may start the run, with pidfds of this
+    # init and of the program's process. Sent from here, where the socket and message this takes
+    # are gone with the `exec` that follows, rather than by the program's process, which would
+    # keep its copy of every page they write (some 100 kB).
+    pidfds = [posix.pidfd_open(posix.getpid()), posix.pidfd_open(worker)]
+    reporting = _socket.socket(fileno=report)
+    try:
+        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in pidfds)
+        reporting.sendmsg([b"ready"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
+    except OSError:
+        pass  # The host is gone: the init reports to no one.
+    finally:
+        reporting.detach()
+        for fd in pidfds:
+            posix.close(fd)
 
 
 def _become_init(report):
@@ -328,24 +383,24 @@ def _close_on_exec_from(first):
     _libc.syscall(ctypes.c_long(_SYS["close_range"]), ctypes.c_uint(first), everything, 4)
 
 
-def _become_program(report, fds, run):
+def _become_program(report, fds, run, to_init, from_init):
     # C: the program's process. Dumpable again (the init's flag came with the fork; an exec
     # would have reset it), so its own `/proc` files are its own, to write its uid map to and
     # for the host to read its usage from.
     _prctl("making the program dumpable", _FLAGS["set_dumpable"], 1, 0, 0, 0)
-    _enter(run)
+    _map_ids()
+    posix.write(to_init, b"m")
     posix.setsid()
     _prctl("setting the parent-death signal", _FLAGS["set_pdeathsig"], _FLAGS["sigkill"], 0, 0, 0)
     _drop_capabilities()
     _prctl("setting no_new_privs", _FLAGS["set_no_new_privs"], 1, 0, 0, 0)
-    for resource, soft, hard in run["rlimits"]:
-        if resource == _FLAGS["rlimit_as"]:
-            soft, hard = soft + _OVERHEAD, hard + _OVERHEAD
-        limit = _Rlimit(soft, hard)
-        _check("setting resource limits", _libc.setrlimit(ctypes.c_int(resource), ctypes.byref(limit)))
-    posix.chdir(run["work"])
     for target, fd in enumerate(fds[:4]):
         posix.dup2(fd, target)
+    # The cell made (its /tmp and work directory, which Landlock's rules and the `chdir` need) and
+    # this process's limits set; or the init failed, and said why.
+    if posix.read(from_init, 1) != b"c":
+        posix._exit(127)
+    posix.chdir(run["work"])
     if _recipe["landlock"] is not None:
         _landlock(_recipe["landlock"])
     for _buffer, fprog in _FILTERS:
@@ -355,18 +410,15 @@ def _become_program(report, fds, run):
     _numpy_random = sys.modules.get("numpy.random")
     if _numpy_random is not None:
         _numpy_random.seed()
-    # The zygote's environment was emptied at its start: HOME is the run's one variable.
-    os.environ["HOME"] = run["work"]
-    posix.environ[b"HOME"] = run["work"].encode()
-    # Every layer holds: the host may start the run. Its init is this process's parent (PID 1).
-    pidfds = [posix.pidfd_open(posix.getppid()), posix.pidfd_open(posix.getpid())]
-    reporting = _socket.socket(fileno=report)
-    try:
-        rights = b"".join(fd.to_bytes(4, sys.byteorder) for fd in pidfds)
-        reporting.sendmsg([b"ready"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
-    finally:
-        reporting.detach()
-    # The pidfds, the report socket, the control socket and the rest: nothing but 0 to 3 stays.
+    # The zygote's environment was emptied at its start: HOME is the run's one variable, set in
+    # the C library's environment and in the dict `os.environ` reads and writes (its `_data`),
+    # without the mapping's methods to run.
+    home = run["work"].encode()
+    posix.putenv(b"HOME", home)
+    posix.environ[b"HOME"] = home
+    # Every layer holds: its init tells the host (see `_report_ready`).
+    posix.write(to_init, b"r")
+    # The pipe, the report socket, the control socket and the rest: nothing but 0 to 3 stays.
     _close_from(4)
     _control.detach()
     _scope["_main"]()
@@ -503,9 +555,33 @@ def _fill_small_blocks():
     return kept
 
 
+def _warm_calls():
+    # What of ctypes only a fork would use: made once here, where every fork shares it, rather
+    # than in each. Landlock's version is asked (LANDLOCK_CREATE_RULESET_VERSION: no ruleset is
+    # made), with the argument types its rules take.
+    _RulesetAttr(0, 0, 0)
+    _PathBeneath(0, -1)
+    _libc.syscall(
+        ctypes.c_long(_SYS["landlock_create_ruleset"]), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+    )
+
+
+def _thread_id():
+    # Each run's program process is PID 2 of its pid namespace (its init's first fork): the
+    # kernel's id of its one thread, which `threading`'s after-fork hook would record in each
+    # fork (a hundred kB of pages each would keep its copy of), recorded once here. The thread's
+    # own id, `pthread_self`, is the zygote's thread's in every fork, as it is here.
+    threading = sys.modules.get("threading")
+    main = threading.main_thread() if threading is not None else None
+    if main is not None and hasattr(main, "_native_id"):
+        main._native_id = 2
+
+
 # Everything loaded so far lives as long as the zygote: out of the collector's sight, so that a
 # collection in a fork (or here) does not write to every object, which would copy each page.
 _warm_up()
+_warm_calls()
+_thread_id()
 gc.collect()
 _filled = _fill_small_blocks()
 # Measured last: all the zygote maps beyond the bare interpreter (the preloaded modules, ctypes,

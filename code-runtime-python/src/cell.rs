@@ -71,8 +71,8 @@ impl PythonCell {
     /// Starts a zygote of this plan's cells: the interpreter running the fork server, handed
     /// the bootstrap.
     pub(crate) async fn zygote(&self, probe: &Probe) -> Result<Zygote, SandboxError> {
-        let script = format!("{}{}", self.zygote_prefix, command::ZYGOTE);
-        let args = command::cell_args(&probe.executable, &script);
+        let source = format!("{}{}", self.zygote_prefix, command::ZYGOTE);
+        let args = command::zygote_args(&probe.executable, &source);
         Zygote::start(&self.plan, &args, probe.bootstrap.prelude.clone()).await
     }
 
