@@ -641,16 +641,17 @@ pub(crate) fn start(
     let detached = crate::mounts::detached_trees(&plan.steps);
     let trees: Vec<libc::c_int> =
         detached.iter().map(|tree| tree.as_ref().map_or(-1, AsRawFd::as_raw_fd)).collect();
+    // Without a pid namespace the init sweeps its orphans itself: it stays what it is.
+    let init_image = plan.namespaces.as_ref().and_then(|_| crate::run_init::shared()).unwrap_or(-1);
     let spawn = Spawn {
         fds: io.fds(&report_write, &sync_read),
         rlimits: plan.rlimits(limits),
         tmp_options: crate::mounts::tmp_options(limits.memory_bytes)?,
         held_trees: held(&trees),
+        kept: held(&[trees.as_slice(), &[init_image]].concat()),
+        init_image,
         trees,
-        self_maps: (user_namespace && !root).then(|| Maps {
-            uid: format!("{CELL_ID} {euid} 1").into_bytes(),
-            gid: format!("{CELL_ID} {egid} 1").into_bytes(),
-        }),
+        self_maps: (user_namespace && !root).then(|| Maps::of_cell_user(euid, egid)),
         identity: match (user_namespace, root) {
             (true, _) => Some((CELL_ID, CELL_ID)),
             (false, true) => Some((outer, outer)),

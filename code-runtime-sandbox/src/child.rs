@@ -141,6 +141,9 @@ pub(crate) unsafe fn init(plan: &Plan, spawn: &Spawn) -> ! {
             libc::close(fd);
         }
         drop_capabilities();
+        if spawn.init_image >= 0 && worker == 2 {
+            execute_image(spawn.init_image);
+        }
         supervise(worker, plan.namespaces.is_none())
     }
 }
@@ -198,7 +201,7 @@ unsafe fn prepare(spawn: &Spawn) -> Result<Fds, Failure> {
             Stage::DeathSignal,
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
         )?;
-        keep_only(&spawn.fds, &spawn.held_trees)
+        keep_only(&spawn.fds, &spawn.kept)
     }
 }
 
@@ -712,6 +715,26 @@ unsafe fn drop_capabilities() {
             Data { effective: 0, permitted: 0, inheritable: 0 },
         ];
         libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr());
+    }
+}
+
+/// The init's life once the program runs as the host's init image (`run_init.rs`), which does
+/// what [`supervise`] does in a pid namespace with none of this copy's memory: its worker is PID 2,
+/// its capabilities are dropped and it holds no descriptor but the image's. Returns only if the
+/// `exec` fails, for the init to supervise as it is.
+unsafe fn execute_image(image: libc::c_int) {
+    let argv = [c"cell".as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: execveat on a descriptor we hold, with NUL-terminated vectors on our stack.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            image,
+            c"".as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        );
     }
 }
 

@@ -104,6 +104,12 @@ pub(crate) struct Spawn {
     pub(crate) trees: Vec<libc::c_int>,
     /// The same descriptors, sorted, without the -1s.
     pub(crate) held_trees: Vec<libc::c_int>,
+    /// The init image (`run_init.rs`) the init executes once its worker runs, where the cell has
+    /// a pid namespace of its own (else the init sweeps its orphans itself), or -1.
+    pub(crate) init_image: libc::c_int,
+    /// Every descriptor the init holds besides the cell's own: `held_trees` and `init_image`,
+    /// sorted.
+    pub(crate) kept: Vec<libc::c_int>,
     /// Maps the child writes itself (an unprivileged host).
     pub(crate) self_maps: Option<Maps>,
     /// The uid and gid the worker switches to.
@@ -173,6 +179,16 @@ impl HostStrings {
 pub(crate) struct Maps {
     pub(crate) uid: Vec<u8>,
     pub(crate) gid: Vec<u8>,
+}
+
+impl Maps {
+    /// The cell's user ([`CELL_ID`]) as the host's `uid` and `gid`.
+    pub(crate) fn of_cell_user(uid: libc::uid_t, gid: libc::gid_t) -> Self {
+        Self {
+            uid: format!("{CELL_ID} {uid} 1").into_bytes(),
+            gid: format!("{CELL_ID} {gid} 1").into_bytes(),
+        }
+    }
 }
 
 /// The descriptors a cell's init holds.

@@ -1,17 +1,21 @@
-//! The init of a run forked from a zygote, as an executable the zygote's language needs none of:
-//! 173 bytes of x86-64 code (`run_init.S`) in a 349-byte ELF image, which the host writes to a
-//! sealed, execute-only `memfd` and hands the zygote with its recipe.
+//! A cell's init once its worker runs, as an executable: 173 bytes of x86-64 code (`run_init.S`)
+//! in a 349-byte ELF image, which the host writes to a sealed, execute-only `memfd`, hands every
+//! zygote with its recipe and leaves open for the inits it clones itself.
 //!
-//! A run's first process is a clone of the zygote (PID 1 of the run's namespaces); it forks the
-//! program's process and is then left to reap and report. Still the interpreter it was cloned
-//! from, it would hold a copy of every page of the zygote it writes as it goes on (a Python
-//! init: 390 kB of its own per waiting run). Executing this image instead drops all of it: what
-//! is left is a page of stack. The image cannot be read, only executed, so the `exec` itself
-//! makes the init undumpable (`would_dump`: no process of the run may read its memory, as of the
-//! clone before), before its first instruction.
+//! A cell's first process (PID 1 of its namespaces) is a clone of the process that started it:
+//! the host, the spawner process or a zygote. It starts the worker (PID 2) and is then left to
+//! reap and report. Still the copy it was cloned from, it would hold its own copy of every page
+//! it or its original writes as it goes on (a Python run's init: 390 kB per waiting run; a
+//! TypeScript cell's: 70 kB). Executing this image instead drops all of it: what is left is a
+//! page of stack. The image cannot be read, only executed, so the `exec` itself makes the init
+//! undumpable (`would_dump`: no process of the cell may read its memory, as of the clone before),
+//! before its first instruction. The image exits with the worker's status, as the init did; it
+//! also writes it to descriptor 3, where a zygote's run has its report socket (a cell of the
+//! host's has nothing there).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::OnceLock;
 
 /// `run_init.S`'s text, as `as` assembles it (checked by the test below).
 #[cfg(target_arch = "x86_64")]
@@ -77,10 +81,18 @@ fn program_header(out: &mut Vec<u8>, kind: u32, flags: u32, address: u64, size: 
     out.extend_from_slice(&align.to_le_bytes());
 }
 
+/// This process's image, made the first time a cell needs it (before any clone: never in a
+/// child) and held for the process's life (close-on-exec): the descriptor every cell's init this
+/// process clones inherits, and every zygote is handed. `None` as for [`executable`].
+pub(crate) fn shared() -> Option<libc::c_int> {
+    static IMAGE: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    IMAGE.get_or_init(executable).as_ref().map(AsRawFd::as_raw_fd)
+}
+
 /// The image in a sealed `memfd` that may be executed and not read (mode `0111`): `None` where
 /// there is no image for this machine or the kernel makes no executable `memfd`
-/// (`vm.memfd_noexec`); the zygote's runs then keep the interpreter as their init.
-pub(crate) fn executable() -> Option<OwnedFd> {
+/// (`vm.memfd_noexec`); the cells' inits then stay what they were.
+fn executable() -> Option<OwnedFd> {
     #[cfg(target_arch = "x86_64")]
     {
         memfd(&image()).ok()

@@ -214,8 +214,7 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     let mut cell =
         cell::start(&Arc::new(zygote), io, &limits, WorkerEnd::Execute, cell::next_outer_id())?;
     let recipe = recipe(&children)?.to_string();
-    let init = crate::run_init::executable();
-    let init_fds: Vec<_> = init.iter().map(AsRawFd::as_raw_fd).collect();
+    let init_fds: Vec<_> = crate::run_init::shared().into_iter().collect();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])
         .and_then(|()| send(control.as_fd(), recipe.as_bytes(), &init_fds))

@@ -181,12 +181,19 @@ print(repr(open("/proc/1/cmdline", "rb").read()))
 print(open("/proc/1/comm").read().strip())
 print(os.environ.get("HOME") == os.getcwd(), str(pathlib.Path.home()) == os.getcwd())
 print(open("/proc/self/uid_map").read().split()[1] if os.path.exists("/proc/self/uid_map") else "-")
+print(int(open("/proc/1/statm").read().split()[1]) * 4)
 "#;
     let first = run(script);
     let lines = lines(&first);
     assert_eq!(lines[0], r"b'cell\x00'", "the host's command line does not show");
     assert_eq!(lines[1], "cell");
     assert_eq!(lines[2], "True True", "HOME is the work directory");
+    if cfg!(target_arch = "x86_64") {
+        // Once the worker runs, the init is the host's init image (`run_init.rs`), a page or
+        // two resident, no longer the copy of the host it was cloned as.
+        let resident: u64 = lines[4].parse().expect("the init's resident kB");
+        assert!(resident < 256, "the init holds {resident} kB");
+    }
     // As root, each cell maps its user to a uid of its own: consecutive cells' are unrelated
     // (no counter shows how many the host started).
     // SAFETY: geteuid has no preconditions.
