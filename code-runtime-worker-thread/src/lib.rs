@@ -118,8 +118,8 @@ pub use code_runtime_sandbox::Options as SandboxOptions;
 /// Sets the threads of this process's V8 worker pool (background compilation and garbage
 /// collection, shared by every isolate of `thread` isolation), before V8 starts with the first
 /// such run or provider; `0`, the default, lets V8 choose from the processors online. Each cell
-/// of `process` isolation starts its own V8 with the default. V8 lives as long as the process:
-/// it cannot be stopped and started again.
+/// of `process` isolation starts its own V8, single-threaded: no pool, whatever this says. V8
+/// lives as long as the process: it cannot be stopped and started again.
 ///
 /// # Errors
 ///

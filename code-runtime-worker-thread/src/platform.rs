@@ -1,6 +1,8 @@
 //! V8 is initialised once per process, on a long-lived launcher thread that also starts every
 //! isolate thread, so each isolate thread descends from the thread that initialised V8 (V8's
-//! per-thread memory-protection keys are inherited from the creating thread).
+//! per-thread memory-protection keys are inherited from the creating thread). A cell, which makes
+//! one isolate, has no launcher: its isolate thread initialises V8 itself, single-threaded
+//! ([`spawn_cell_thread`]).
 
 use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -59,12 +61,6 @@ pub(crate) fn spawn_isolate_thread(
     answer.recv().map_err(|_| std::io::Error::other("the V8 launcher thread is gone"))?
 }
 
-/// Starts initialising V8 now, in the background (a cell does, before it knows its program).
-/// A launcher that cannot start is reported by the first isolate thread asked for.
-pub(crate) fn initialize() {
-    LAUNCHER.get_or_init(start_launcher);
-}
-
 fn start_launcher() -> Result<std::sync::Mutex<SyncSender<Request>>, String> {
     let (requests, incoming) = sync_channel::<Request>(16);
     // The launcher lives as long as the process, like V8's own platform threads.
@@ -73,6 +69,39 @@ fn start_launcher() -> Result<std::sync::Mutex<SyncSender<Request>>, String> {
         .spawn(move || launcher(incoming))
         .map_err(|error| format!("cannot start the V8 launcher thread: {error}"))?;
     Ok(std::sync::Mutex::new(requests))
+}
+
+/// Starts a cell's isolate thread, which initialises V8 before it runs `job`.
+///
+/// A cell runs one program and its compute budget counts every thread it has: V8 there runs
+/// single-threaded (`--single-threaded`: garbage collection and compilation on the isolate's
+/// thread, no worker pool), so a cell has two threads whatever the machine: this one and the
+/// process's main thread, which waits for it. A pool of V8's own choosing would be one thread per
+/// processor but one, each with its stack and V8's per-thread state: memory every waiting run
+/// holds, and more of it the larger the host.
+pub(crate) fn spawn_cell_thread(
+    name: String,
+    job: impl FnOnce() + Send + 'static,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).stack_size(ISOLATE_STACK_BYTES).spawn(move || {
+        // Before V8 starts: the flag sets what the platform below cannot (V8 posts no work to
+        // worker threads it does not have).
+        v8::V8::set_flags_from_string("--single-threaded");
+        let platform = v8::new_single_threaded_default_platform(false).make_shared();
+        let _ = PLATFORM.set(platform.clone());
+        start_v8(platform);
+        job();
+    })
+}
+
+/// Initialises V8 with `platform`, this process's handlers first: a fatal error can come with
+/// the first isolate. A cell puts its own fatal-error handler in this one's place before it makes
+/// its isolate (`cell.rs`); the trap handler finds no run to end there and lets the crash through.
+fn start_v8(platform: v8::SharedRef<v8::Platform>) {
+    v8::V8::set_fatal_error_handler(crate::abandonment::fatal_error);
+    crate::abandonment::install_trap();
+    v8::V8::initialize_platform(platform);
+    v8::V8::initialize();
 }
 
 /// Sets the threads of this process's V8 worker pool (background compilation and garbage
@@ -94,13 +123,7 @@ fn launcher(incoming: Receiver<Request>) {
     let threads = *WORKER_THREADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let platform = v8::new_default_platform(threads, false).make_shared();
     let _ = PLATFORM.set(platform.clone());
-    // Before V8 starts: a fatal error can come with the first isolate. A cell puts its own
-    // fatal-error handler in this one's place before it makes its isolate (`cell.rs`); the trap
-    // handler finds no run to end there and lets the crash through.
-    v8::V8::set_fatal_error_handler(crate::abandonment::fatal_error);
-    crate::abandonment::install_trap();
-    v8::V8::initialize_platform(platform);
-    v8::V8::initialize();
+    start_v8(platform);
     for (name, job, reply) in incoming {
         let spawned =
             std::thread::Builder::new().name(name).stack_size(ISOLATE_STACK_BYTES).spawn(job);

@@ -40,6 +40,29 @@ fn a_program_runs_in_a_cell_with_its_bindings_logs_errors_and_timers() {
     assert_eq!(result.to_json(), r#"{"logs":["only a log"]}"#);
 }
 
+/// A cell whose program waits gives back what it no longer uses (a full collection of a small
+/// heap, the allocator's free pages, its thread's stack below the loop that waits): what the
+/// program holds comes through whole, and the stack serves a deep recursion again.
+#[test]
+fn a_cell_gives_back_what_its_waiting_run_does_not_use_and_the_run_goes_on_whole() {
+    let runtime = process_runtime(Limits::default());
+    // Longer than the loop's poll (10 ms), so the cell is idle while the call waits.
+    let slow = binding(|args| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        Ok(args.into_value())
+    });
+    let program = "\
+        const kept = new Map(); for (let i = 0; i < 2000; i++) kept.set('k' + i, { i, s: 'v'.repeat(i % 50) });\n\
+        const weak = new WeakRef(kept);\n\
+        const back = await tools.slow({ n: 1 });\n\
+        const depth = (n) => n === 0 ? 0 : 1 + depth(n - 1);\n\
+        let sum = 0; for (const [, v] of kept) sum += v.i + v.s.length;\n\
+        return [back, kept.size, sum, weak.deref() === kept, depth(5000)]";
+    let request = CodeRunRequest::new(program).binding(tools().function("slow", slow));
+    let expected: u64 = (0..2000u64).map(|i| i + i % 50).sum();
+    assert_eq!(value(&run_on(&runtime, request)), &json!([{"n": 1}, 2000, expected, true, 5000]));
+}
+
 #[test]
 fn runs_in_cells_at_once_each_get_their_own() {
     let runtime = process_runtime(Limits::default());
@@ -412,6 +435,17 @@ fn relocated_kb(pid: &str, file: &std::path::Path, field: &str) -> Option<u64> {
     Some(total)
 }
 
+/// The names of `pid`'s threads, sorted; `None` once it ended.
+fn threads_of(pid: &str) -> Option<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    names.sort();
+    Some(names)
+}
+
 /// The start addresses of `pid`'s anonymous mappings of 1 GiB or more: V8's reservations (its
 /// heap's cage, its code range), which a cell makes after it starts; `None` when the map is
 /// closed to this process.
@@ -480,6 +514,7 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
                         "private": relocated_kb(pid, &path, "Private_Dirty:"),
                         "shared": relocated_kb(pid, &path, "Shared_Dirty:"),
                         "reservations": large_reservations(pid),
+                        "threads": threads_of(pid),
                     })
                 })
                 .collect();
@@ -517,6 +552,10 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
         // spawner's, shared: a fresh `exec` would have written its own, all of them private.
         // Only a few are the copy's own: V8 protects its flags read-only once it set them.
         assert!(private <= 16 && shared >= 256, "{seen}");
+        // Two threads, whatever the machine: the isolate's, where V8 runs single-threaded (a
+        // worker pool of V8's choosing would add one per processor but one), and the main
+        // thread, which waits for it (named after the executable, cut to 15 bytes as well).
+        assert_eq!(copy["threads"], json!(["code-runtime-v8", "code-runtime-v8"]), "{seen}");
         let own = copy["reservations"].as_array().unwrap();
         assert!(!own.is_empty(), "{seen}");
         reservations.extend(own.iter().cloned());
