@@ -130,14 +130,17 @@ fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
     v8::V8::set_fatal_error_handler(fatal_error);
     let reader = FrameReader::new(channel.clone());
     let Some(wire::ToCell::Prepare(shape)) = next(&reader) else { return EXIT_MISUSE };
-    let prepared = isolate::prepare(Setup {
+    let mut prepared = isolate::prepare(Setup {
         out_of_memory: Some(out_of_memory),
         trim_when_idle: true,
         ..Setup::new(shape)
     });
-    // What making the isolate freed goes back to the system while the cell waits for a run.
-    // SAFETY: malloc_trim has no preconditions.
-    unsafe { libc::malloc_trim(0) };
+    // What making the isolate left goes back to the system while the cell waits for a run
+    // (about a millisecond of its CPU; measured: memory per waiting run 2.00 -> 1.98 MB), unless
+    // the run is here already: a cell made ahead waits, one made as its run starts does not.
+    if !reader.has_begun() {
+        prepared.shed_while_waiting();
+    }
     // The host sends the setup when a run takes this cell.
     let Some(wire::ToCell::Setup(program)) = next(&reader) else { return EXIT_MISUSE };
     prepared.run(program, Outbox::cell(channel), Inbox::Cell(reader));

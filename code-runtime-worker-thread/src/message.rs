@@ -201,6 +201,11 @@ impl FrameReader {
         Self { channel, reading: RefCell::new((frames, BytesMut::new())) }
     }
 
+    /// Whether a frame has begun to arrive: looked at without waiting.
+    pub(crate) fn has_begun(&self) -> bool {
+        !self.reading.borrow().1.is_empty() || readable(&self.channel, Duration::ZERO)
+    }
+
     /// The next frame's payload, waiting at most `timeout` for it to begin. The host writes
     /// whole frames: once one has begun, the rest follows, so the rest is waited for.
     pub(crate) fn next(&self, timeout: Duration) -> Result<Vec<u8>, RecvTimeoutError> {
