@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::isolate::{self, Setup};
 use crate::message::{self, FrameReader, Inbox, Outbox};
+use crate::shedding::SoleThread;
 use crate::{platform, wire};
 
 /// The argument that makes an executable a V8 cell (its only one).
@@ -130,9 +131,13 @@ fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
     v8::V8::set_fatal_error_handler(fatal_error);
     let reader = FrameReader::new(channel.clone());
     let Some(wire::ToCell::Prepare(shape)) = next(&reader) else { return EXIT_MISUSE };
+    // SAFETY: this is the isolate thread of a cell, where V8 runs single-threaded
+    // (`platform::spawn_cell_thread`) and the only other thread, the process's main one, waits to
+    // join this one (`serve`): nothing but this thread writes memory in the process.
+    let sole = unsafe { SoleThread::new() };
     let mut prepared = isolate::prepare(Setup {
         out_of_memory: Some(out_of_memory),
-        trim_when_idle: true,
+        shed_when_idle: Some(sole),
         ..Setup::new(shape)
     });
     // What making the isolate left goes back to the system while the cell waits for a run

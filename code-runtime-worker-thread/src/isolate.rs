@@ -16,6 +16,7 @@ use crate::memory::{self, HeapGuard, MemoryBudget, Unwinding};
 use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::meter::{Halt, Meter};
 use crate::program::{Program, Shape};
+use crate::shedding::{self, SoleThread};
 use crate::state::{Bounds, Pending, Run};
 use crate::termination::{Cause, Termination};
 use crate::{abandonment, platform, render, state};
@@ -34,10 +35,10 @@ pub(crate) struct Setup {
     /// handler (which reports it to the host before the cell ends); `None` in the host's
     /// process, where the run ends instead (`abandonment.rs`).
     pub(crate) out_of_memory: Option<v8::OomErrorCallback>,
-    /// Give the C allocator's free pages back the first time the run waits: a cell's process,
-    /// whose memory is the run's alone (`false` in the host's process, whose allocator is the
-    /// host's).
-    pub(crate) trim_when_idle: bool,
+    /// Give back what the run no longer uses the first time it waits (`shedding.rs`): a cell's
+    /// process, whose memory is the run's alone and whose isolate thread is the only one that
+    /// runs (`None` in the host's process, whose allocator and threads are the host's).
+    pub(crate) shed_when_idle: Option<SoleThread>,
 }
 
 impl Setup {
@@ -51,7 +52,7 @@ impl Setup {
             termination: Arc::default(),
             cpu_clock: Arc::default(),
             out_of_memory: None,
-            trim_when_idle: false,
+            shed_when_idle: None,
         }
     }
 }
@@ -120,10 +121,12 @@ pub(crate) fn prepare(setup: Setup) -> Prepared {
 }
 
 impl Prepared {
-    /// Gives back what making the isolate left behind, as [`shed_idle_memory`] does for a run
-    /// that waits: for a cell made ahead, which waits for its run.
+    /// Gives back what making the isolate left behind, as a run that waits does
+    /// ([`shedding::shed`]): for a cell made ahead, which waits for its run.
     pub(crate) fn shed_while_waiting(&mut self) {
-        shed_idle_memory(&mut self.isolate);
+        if let Some(sole) = &self.setup.shed_when_idle {
+            shedding::shed(&mut self.isolate, sole);
+        }
     }
 
     /// Runs `program` to its end, sends the ending unless the host stopped the run (the host
@@ -261,69 +264,13 @@ fn execute(
                 }
                 // Once, the first time the loop woke with no message from the host (a poll's
                 // length after it began to wait), so no answer waits behind it.
-                if setup.trim_when_idle && !idled {
+                if let Some(sole) = setup.shed_when_idle.as_ref().filter(|_| !idled) {
                     idled = true;
-                    shed_idle_memory(scope);
+                    shedding::shed(scope, sole);
                 }
             }
         }
     }
-}
-
-/// The heap under which a waiting cell's run is collected in full ([`shed_idle_memory`]): what
-/// starting a program leaves is a few hundred kilobytes, collected in about a millisecond; a
-/// larger heap is the program's own, which V8 collects as it sees fit, and whose full collection
-/// would cost the run's compute budget more the larger it is.
-const SHED_HEAP_BYTES: usize = 4 << 20;
-
-/// Below the frame that releases its thread's stack, what stays: the calls it makes from there.
-const STACK_IN_USE_BELOW: usize = 4 << 10;
-
-/// Gives back what a cell's run no longer uses once it waits on the host: a cell holds only what
-/// it uses while its program waits, which is what most of a cell's life is.
-fn shed_idle_memory(isolate: &mut v8::Isolate) {
-    // What starting the program allocated and dropped goes, and the young generation's page with
-    // it (measured: 33 kB of a waiting cell's own 1.9 MB, for about a millisecond of its CPU).
-    if isolate.get_heap_statistics().used_heap_size() <= SHED_HEAP_BYTES {
-        isolate.low_memory_notification();
-    }
-    // What compiling and starting the program freed (V8's zones, mostly).
-    // SAFETY: malloc_trim has no preconditions.
-    unsafe { libc::malloc_trim(0) };
-    release_stack_below_here();
-}
-
-/// Gives the pages of this thread's stack below the frames it runs in now back to the system:
-/// V8's initialisation, its deserialiser and the program's compilation ran deeper than the loop
-/// that waits, and their pages would stay the cell's while it waits. Should the thread go that
-/// deep again, the kernel gives it zeroed pages.
-fn release_stack_below_here() {
-    let mut attributes = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: fills `attributes` for the calling thread; destroyed below once read.
-    if unsafe { libc::pthread_getattr_np(libc::pthread_self(), attributes.as_mut_ptr()) } != 0 {
-        return;
-    }
-    let (mut lowest, mut size) = (std::ptr::null_mut(), 0);
-    // SAFETY: `attributes` was initialised by pthread_getattr_np, and is destroyed once.
-    let read = unsafe {
-        let read = libc::pthread_attr_getstack(attributes.as_ptr(), &mut lowest, &mut size);
-        libc::pthread_attr_destroy(attributes.as_mut_ptr());
-        read
-    };
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    // An address in this frame: the stack grows down, so what lies below it (less a margin for
-    // the calls made from here) holds no live frame.
-    let here = attributes.as_ptr() as usize;
-    let start = (lowest as usize).next_multiple_of(page);
-    let end = here.saturating_sub(STACK_IN_USE_BELOW) / page * page;
-    if read != 0 || end <= start || here > lowest as usize + size {
-        return;
-    }
-    // SAFETY: [start, end) lies within this thread's stack (checked above), below every live
-    // frame of it; MADV_DONTNEED on private anonymous memory leaves it mapped, zero-filled on
-    // next touch. A failure (a filter that refuses madvise) leaves the pages where they were.
-    unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED) };
 }
 
 /// One turn of the event loop: V8's foreground tasks, microtasks, unhandled rejections, then the

@@ -91,6 +91,7 @@ mod process;
 mod program;
 mod render;
 mod replay;
+mod shedding;
 mod state;
 mod strip;
 mod substrate;
