@@ -710,11 +710,16 @@ def _loop_run(asyncio, loop, coroutine):
                         "exception": task.exception(),
                         "task": task,
                     })
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.run_until_complete(_shut_down(loop))
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+async def _shut_down(loop):
+    # What `asyncio.run` does after the program, as one task rather than two (neither raises).
+    await loop.shutdown_asyncgens()
+    await loop.shutdown_default_executor()
 
 
 def _render(error):

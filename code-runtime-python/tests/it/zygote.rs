@@ -283,6 +283,11 @@ return [json.dumps([1]), hasattr(asyncio, "PLANTED") or hasattr(dataclasses, "PL
         async def twice(i):\n    await asyncio.sleep(0)\n    return 2 * i\n\
         return sum(await asyncio.gather(*(twice(i) for i in range(10))))";
     assert_eq!(value(&run(gather, vec![])), &json!(90));
+    // The loop the zygote made and ran once (what a first loop costs, shared by every fork) left
+    // nothing a run's loop sees: only the run's own task, and the loop current while it runs.
+    let tasks = "import asyncio\n\
+        return [len(asyncio.all_tasks()), asyncio.get_event_loop() is asyncio.get_running_loop()]";
+    assert_eq!(value(&run(tasks, vec![])), &json!([1, true]));
 }
 
 #[test]
