@@ -136,6 +136,12 @@ pub(crate) fn check_mode(
 /// directory (mode 0600).
 pub(crate) fn checkpoint_key(file: Option<&Path>) -> Result<CheckpointKey, Failure> {
     if let Some(path) = file {
+        // A key others can read lets them sign checkpoints this host resumes.
+        if let Ok(metadata) = std::fs::metadata(path) {
+            closed_to_others(&metadata, Access::Read).map_err(|why| {
+                Failure::Misuse(format!("--checkpoint-key {}: {why}", path.display()))
+            })?;
+        }
         let text = code_runtime_fixtures::read_text(path)?;
         return CheckpointKey::from_hex(&text)
             .map_err(|error| Failure::Misuse(format!("{}: {error}", path.display())));
@@ -151,6 +157,41 @@ pub(crate) fn checkpoint_key(file: Option<&Path>) -> Result<CheckpointKey, Failu
         ))
     })?;
     kept_key(&dir.join(KEY_FILE))
+}
+
+/// What another user must not be able to do with a file or directory given by flag.
+#[derive(Clone, Copy)]
+pub(crate) enum Access {
+    /// Read it: a key.
+    Read,
+    /// Write it: the spent checkpoints, where deleting a marker resumes a checkpoint again.
+    Write,
+}
+
+/// Refuses `metadata` unless it belongs to this user (or root) and `access` is open to no other
+/// user: not to every user, and not to a group that is not this user's own (a volume mounted for
+/// a pod's `fsGroup`, the pod's own group, is fine).
+pub(crate) fn closed_to_others(metadata: &std::fs::Metadata, access: Access) -> Result<(), String> {
+    let (other, group, verb, letter) = match access {
+        Access::Read => (0o004, 0o040, "readable", 'r'),
+        Access::Write => (0o002, 0o020, "writable", 'w'),
+    };
+    // SAFETY: geteuid and getegid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (owner, mode) = (metadata.uid(), metadata.mode() & 0o7777);
+    if owner != uid && owner != 0 {
+        return Err(format!("owned by uid {owner}, neither this user (uid {uid}) nor root"));
+    }
+    if mode & other != 0 {
+        return Err(format!("{verb} by every user (mode {mode:o}): chmod o-{letter} it"));
+    }
+    if mode & group != 0 && metadata.gid() != gid {
+        return Err(format!(
+            "{verb} by group {}, which is not this user's own (gid {gid}): chmod g-{letter} it",
+            metadata.gid()
+        ));
+    }
+    Ok(())
 }
 
 /// The key in `path`, made there (readable by this user only) if there is none.

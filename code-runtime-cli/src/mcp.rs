@@ -35,13 +35,15 @@ pub(crate) struct Args {
     /// token>` is refused 401 (/healthz stays open).
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,
-    /// The key paused runs' checkpoints are signed with (hex, as for `run`), for a config with
-    /// "approvalFallback": "pause" [default: $CODE_RUNTIME_CHECKPOINT_KEY, else this user's
-    /// kept key]. Replicas share one key.
+    /// The key paused runs' checkpoints are signed with (hex, as for `run`; readable by no other
+    /// user), for a config with "approvalFallback": "pause" [default:
+    /// $CODE_RUNTIME_CHECKPOINT_KEY, else this user's kept key]. Replicas share one key; it
+    /// needs --spent-checkpoints.
     #[arg(long, value_name = "FILE")]
     checkpoint_key: Option<PathBuf>,
     /// Where resumed checkpoints are marked spent, so each resumes once [default: this user's
-    /// cache directory]. Replicas share one directory (a shared volume).
+    /// cache directory]. Replicas share one directory (a shared volume), writable by no other
+    /// user.
     #[arg(long, value_name = "DIR")]
     spent_checkpoints: Option<PathBuf>,
     /// At most N runs at once; more wait their turn [default: no cap].
@@ -60,6 +62,10 @@ fn usable_dir(dir: PathBuf) -> Result<PathBuf, Failure> {
         .mode(0o700)
         .create(&dir)
         .map_err(|error| unusable(error.to_string()))?;
+    // Another user who can write it can delete a marker, and an approved call runs again.
+    let metadata = std::fs::metadata(&dir).map_err(|error| unusable(error.to_string()))?;
+    crate::approvals::closed_to_others(&metadata, crate::approvals::Access::Write)
+        .map_err(unusable)?;
     // Made and removed at once: the directory takes a new file, as a resume needs.
     let probe = dir.join(format!(".probe-{}", std::process::id()));
     std::fs::File::create(&probe).map_err(|error| unusable(format!("not writable: {error}")))?;
@@ -123,6 +129,15 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     } else {
         None
     };
+    // A key given by file is one that replicas share: a checkpoint signed with it resumes on
+    // any of them, and once across them only if they share where it is marked spent.
+    if key_file.is_some() && args.spent_checkpoints.is_none() {
+        return Err(Failure::Misuse(
+            "--checkpoint-key needs --spent-checkpoints DIR: replicas that share a key must share \
+             where checkpoints are marked spent, or each would resume a checkpoint once"
+                .to_owned(),
+        ));
+    }
     let spent_checkpoints = match args.spent_checkpoints {
         Some(dir) => Some(crate::approvals::spent_checkpoints_in(usable_dir(dir)?)),
         None => crate::approvals::spent_checkpoints(),

@@ -696,7 +696,7 @@ pub(crate) fn start(
     drop(sync_write);
     await_ready(&mut cell, &report_read)?;
     // Once ready, the worker is the init's only child.
-    cell.worker = children(cell.pid).first().and_then(|&worker| pidfd_open(worker));
+    cell.worker = children(cell.pid).first().and_then(|&worker| child_pidfd(worker, cell.pid));
     Ok(cell)
 }
 
@@ -755,6 +755,31 @@ fn held(trees: &[libc::c_int]) -> Vec<libc::c_int> {
     let mut held: Vec<libc::c_int> = trees.iter().copied().filter(|fd| *fd >= 0).collect();
     held.sort_unstable();
     held
+}
+
+/// A pidfd of `pid` if it is a child of `parent`, else `None`. A pid read from `/proc` may be
+/// reused by any process of the host once the one it named is reaped, and a pidfd of that one
+/// would let the host signal a stranger: the pidfd is opened first, then the process's parent
+/// read, then the pidfd's process found alive. The pidfd pins one process and its pid is not
+/// reused while that process lives, so the parent read is that process's.
+fn child_pidfd(pid: libc::pid_t, parent: libc::pid_t) -> Option<OwnedFd> {
+    let pidfd = pidfd_open(pid)?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold anything) start at its last `)`: the
+    // state, then the parent's pid.
+    let read_parent: libc::pid_t =
+        stat.rsplit_once(')')?.1.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: pidfd_send_signal on a pidfd we own, signal 0 (a check only), no siginfo.
+    let alive = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    } == 0;
+    (alive && read_parent == parent).then_some(pidfd)
 }
 
 fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {

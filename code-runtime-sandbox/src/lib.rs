@@ -88,6 +88,7 @@ mod seccomp;
 mod spawner;
 mod spawner_process;
 mod spawner_server;
+mod threads;
 mod watch;
 mod zygote;
 
@@ -101,5 +102,6 @@ pub use crate::spawner::shutdown;
 pub use crate::spawner_server::{
     serve as serve_spawner_process, serve_calling as serve_spawner_process_calling,
 };
+pub use crate::threads::threads_in_this_process;
 pub use crate::watch::WatchedCell;
 pub use crate::zygote::Zygote;

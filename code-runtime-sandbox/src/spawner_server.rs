@@ -147,6 +147,13 @@ fn serve_request(
         return None;
     };
     let limits = CellLimits { memory_bytes, cpu_seconds, processes, open_files, file_bytes };
+    // A cell that calls its program is made by the C library's `fork` in a copy of this process
+    // (`child.rs`), sound only if no other thread could hold a lock at the clone: checked, not
+    // assumed.
+    if matches!(end, WorkerEnd::Call(_)) && crate::threads_in_this_process() != Some(1) {
+        refuse("the spawner process has more than one thread: it cannot copy itself".to_owned());
+        return None;
+    }
     let io = CellIo { stdin, stdout, stderr, channel };
     match cell::start(&plan.plan, io, &limits, end, outer) {
         Ok(cell) => {

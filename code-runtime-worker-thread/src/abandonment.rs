@@ -1,23 +1,29 @@
 //! V8's fatal errors on a run's isolate thread in the host's process (`thread` isolation): the
-//! run ends and its thread is abandoned, never the host.
+//! run ends and its thread is abandoned, never the host; and the account of every isolate the
+//! process holds but no longer waits for ([`out_of_service`]).
 //!
 //! V8 meets some programs with an error it gives no way back from: an allocation it cannot make
-//! even after the near-heap-limit callback's loan (`memory.rs`), or an internal size limit
-//! (`"x".repeat(2 ** 28).split("")` asks for an array of 2^28 elements, past V8's 2^27). In a
-//! cell that ends the cell. In the host's process V8 would abort the process with every other
+//! even after the near-heap-limit callback's room to unwind (`memory.rs`), or an internal size
+//! limit (`"x".repeat(2 ** 28).split("")` asks for an array of 2^28 elements, past V8's 2^27). In
+//! a cell that ends the cell. In the host's process V8 would abort the process with every other
 //! run in it, so its handlers end the run instead: they send the run's ending to the host, mark
 //! the run's [`Termination`] abandoned (the host then neither waits for the thread nor joins it)
-//! and park the thread for good. Its isolate is never disposed: what it holds stays taken until
-//! the process exits, so a process abandons at most [`MAX_ABANDONED`] isolates; past that, and
-//! for every other fatal error (a failed check is a V8 bug, after which nothing in the isolate can
-//! be trusted), V8 aborts the process as it would without us. The handlers are V8's own where it
-//! calls one ([`fatal_error`], [`out_of_memory`]), and a `SIGTRAP` handler for its size limits,
-//! which crash without calling any ([`install_trap`]).
+//! and park the thread for good. Its isolate is never disposed: what it holds (at most its budget
+//! and its room to unwind, `memory::host_bytes`) stays taken until the process exits.
+//!
+//! Those isolates, and isolates still running a builtin past their run's end (`substrate.rs`
+//! lets them go after a bound), are *out of hand*: counted here, in number and in bytes. Once
+//! they hold too much ([`MAX_OUT_OF_HAND`], [`MAX_OUT_OF_HAND_BYTES`]), new `thread` runs are
+//! refused with a clear error until they are back (a lingering one ended) or the process
+//! restarts: the process never aborts for a program, and never holds more than that bound plus
+//! its runs in flight. Every other fatal error (a failed check is a V8 bug, after which nothing in
+//! the isolate can be trusted) aborts the process as V8 would without us. The handlers are V8's
+//! own where it calls one ([`fatal_error`], [`out_of_memory`]), and a `SIGTRAP` handler for its
+//! size limits, which crash without calling any ([`install_trap`]).
 
 use std::cell::RefCell;
 use std::ffi::{CStr, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use code_runtime::provider::{Ending, Event, StopReason};
 
@@ -25,11 +31,48 @@ use crate::memory::HeapGuard;
 use crate::message::Outbox;
 use crate::termination::Termination;
 
-/// Isolates a process abandons before V8's fatal errors abort it again: each keeps its memory
-/// (the run's budget, and what the loan let it take past it) until the process exits.
-pub(crate) const MAX_ABANDONED: usize = 4;
+/// Isolates out of hand past which `thread` runs are refused.
+pub(crate) const MAX_OUT_OF_HAND: usize = 16;
 
-static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+/// Bytes isolates out of hand may hold (`memory::host_bytes` of each run): a run that would
+/// take them past this is refused.
+pub(crate) const MAX_OUT_OF_HAND_BYTES: usize = 2 << 30;
+
+/// Isolates out of hand, and the bytes they may hold.
+static OUT_OF_HAND: Mutex<(usize, usize)> = Mutex::new((0, 0));
+
+/// Counts `termination`'s isolate out of hand, holding up to `bytes`, unless it is already.
+pub(crate) fn let_go(termination: &Termination, bytes: usize) {
+    if termination.count_out(bytes) {
+        let mut out = OUT_OF_HAND.lock().unwrap_or_else(PoisonError::into_inner);
+        out.0 += 1;
+        out.1 = out.1.saturating_add(bytes);
+    }
+}
+
+/// `termination`'s isolate, if it was out of hand, is gone: its thread ended and was joined.
+pub(crate) fn taken_back(termination: &Termination) {
+    if let Some(bytes) = termination.count_in() {
+        let mut out = OUT_OF_HAND.lock().unwrap_or_else(PoisonError::into_inner);
+        out.0 = out.0.saturating_sub(1);
+        out.1 = out.1.saturating_sub(bytes);
+    }
+}
+
+/// Why a new `thread` run that may hold `bytes` is refused, if it is: the isolates out of hand
+/// hold too much already.
+pub(crate) fn out_of_service(bytes: usize) -> Option<String> {
+    let (count, held) = *OUT_OF_HAND.lock().unwrap_or_else(PoisonError::into_inner);
+    let full = count >= MAX_OUT_OF_HAND || held.saturating_add(bytes) > MAX_OUT_OF_HAND_BYTES;
+    full.then(|| {
+        format!(
+            "thread isolation is out of service in this process: {count} isolates that V8's fatal \
+             errors stopped, or that still run past their run's end, hold up to {} MiB; use \
+             process isolation, or restart the host",
+            held >> 20
+        )
+    })
+}
 
 thread_local! {
     /// The run this isolate thread is running, while it runs it.
@@ -90,9 +133,10 @@ static PREVIOUS_TRAP: OnceLock<libc::sigaction> = OnceLock::new();
 /// Some of V8's fatal errors reach no handler: an internal size limit
 /// (`"x".repeat(2 ** 28).split("")`, `JSON.parse` of an array of 2^27 elements) prints
 /// `Fatal JavaScript invalid size error` and crashes at once. V8 calls them harmless to security;
-/// they end the run here as the handled ones do. Every other fatal error of V8 passed
-/// [`fatal_error`], which leaves no run to end, and other threads' traps are not ours: for them the
-/// handler puts the previous disposition back and returns into the `ud2`, which ends the process.
+/// they end the run here as the handled ones do. Only a breakpoint trap (`si_code` `SI_KERNEL`,
+/// what `int3` raises) on a thread running a watched program is ours: every other `SIGTRAP` (one
+/// sent by `kill` or `raise`, a debugger's, another thread's, or one after [`fatal_error`] left
+/// no run to end) goes to the disposition that was there before ([`chain`]).
 pub(crate) fn install_trap() {
     // SAFETY: `sigaction` with a zeroed action filled below and an out-parameter we own; the
     // handler only touches this thread's state (see `on_trap`).
@@ -109,24 +153,99 @@ pub(crate) fn install_trap() {
     }
 }
 
-/// See [`install_trap`]. The trap is synchronous, raised by V8 on purpose after printing its
-/// message: the thread holds no lock of the allocator or of ours, so ending the run (a channel
-/// send) is as safe here as in a handler V8 calls.
-extern "C" fn on_trap(_signal: libc::c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+/// See [`install_trap`]. The handler allocates nothing, takes no lock and sends nothing: for
+/// V8's trap on a watched thread it only moves the thread, as it returns, to [`after_trap`],
+/// which ends the run outside the signal's context. There the thread holds no lock of the
+/// allocator or of ours: V8 raised the trap on purpose, after printing its message.
+extern "C" fn on_trap(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the kernel passes a valid `siginfo_t` to an `SA_SIGINFO` handler.
+    let breakpoint = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    // `try_with` and `try_borrow`: no initialisation and no panic here; a thread busy with its
+    // slot (setting or clearing its watch) is not running a program.
+    let watched = WATCHED
+        .try_with(|watched| watched.try_borrow().is_ok_and(|watched| watched.is_some()))
+        .unwrap_or(false);
+    // SAFETY: `context` is the `ucontext_t` of this synchronous trap, given to this handler.
+    if breakpoint && watched && unsafe { resume_in(context, after_trap) } {
+        return;
+    }
+    chain(signal, info, context);
+}
+
+/// Where a watched thread goes from V8's trap: the run ends and the thread parks for good.
+extern "C" fn after_trap() -> ! {
     abandon(|_| {
         Ending::Failed(
             "V8 fatal error: an internal limit of V8 (its words are on the host's standard error)"
                 .to_owned(),
         )
     });
-    if let Some(previous) = PREVIOUS_TRAP.get() {
-        // SAFETY: puts back the disposition `install_trap` saved, and raises the signal again:
-        // blocked while this handler runs, it is delivered through that disposition as the
-        // handler returns (whoever raised it, V8's `int3` or anyone's `raise`).
+    // The run was gone meanwhile: there is nothing to return to.
+    std::process::abort()
+}
+
+/// Makes the interrupted thread resume at `target`, as if called, on its own stack below the
+/// frame it was in (which is never returned to). x86-64 only: elsewhere no trap is taken over.
+///
+/// # Safety
+///
+/// `context` must be the `ucontext_t` of a synchronous signal delivered to this thread.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+unsafe fn resume_in(context: *mut c_void, target: extern "C" fn() -> !) -> bool {
+    if context.is_null() {
+        return false;
+    }
+    // SAFETY: the caller's promise; these are the interrupted thread's registers, which the
+    // kernel restores as the handler returns.
+    let registers = unsafe { &mut (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+    let Ok(stack) = usize::try_from(registers[libc::REG_RSP as usize]) else { return false };
+    // Past the red zone, aligned as the ABI has it at a function's entry (a return address
+    // pushed from a 16-byte boundary).
+    let entry = (stack.saturating_sub(256) & !15).saturating_sub(8);
+    let (Ok(entry), Ok(target)) = (i64::try_from(entry), i64::try_from(target as usize)) else {
+        return false;
+    };
+    registers[libc::REG_RSP as usize] = entry;
+    registers[libc::REG_RIP as usize] = target;
+    true
+}
+
+/// See the x86-64 version.
+///
+/// # Safety
+///
+/// None needed: it does nothing.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+unsafe fn resume_in(_context: *mut c_void, _target: extern "C" fn() -> !) -> bool {
+    false
+}
+
+/// Hands a trap that is not ours to the disposition there before [`install_trap`]: its handler,
+/// or the default put back and the signal raised again (delivered as this handler returns, being
+/// blocked meanwhile), which ends the process as it would without us.
+fn chain(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let Some(previous) = PREVIOUS_TRAP.get() else { return };
+    let handler = previous.sa_sigaction;
+    if handler == libc::SIG_IGN {
+        return;
+    }
+    if handler == libc::SIG_DFL {
+        // SAFETY: puts back the saved disposition and raises: async-signal-safe calls only.
         unsafe {
             libc::sigaction(libc::SIGTRAP, previous, std::ptr::null_mut());
             libc::raise(libc::SIGTRAP);
         }
+        return;
+    }
+    if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the previous handler was installed with `SA_SIGINFO`, so it has this type.
+        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
+            unsafe { std::mem::transmute(handler) };
+        handler(signal, info, context);
+    } else {
+        // SAFETY: the previous handler was installed without `SA_SIGINFO`: a plain handler.
+        let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+        handler(signal);
     }
 }
 
@@ -149,18 +268,14 @@ pub(crate) unsafe extern "C" fn out_of_memory(
 }
 
 /// Ends the run on this thread with `ending` and parks the thread for good; returns only when
-/// there is no such run or the process abandoned its share already.
+/// there is no such run.
 fn abandon(ending: impl FnOnce(u64) -> Ending) {
     // `try_with`: a thread whose slot is gone (or never made) has no run to end.
     let Ok(Some(watched)) = WATCHED.try_with(|watched| watched.borrow_mut().take()) else { return };
-    if ABANDONED.fetch_add(1, Ordering::AcqRel) >= MAX_ABANDONED {
-        return;
-    }
-    // The loan is the process's: another run may need it. What this isolate took with it stays
-    // held, bounded by `MAX_ABANDONED`.
     // SAFETY: the guard outlives the isolate, whose thread this is, inside `Prepared::run` (see
     // `Watched::guard`).
-    unsafe { &*watched.guard }.give_back_loan();
+    let guard = unsafe { &*watched.guard };
+    let_go(&watched.termination, crate::memory::host_bytes(guard.budget.limit()));
     // Marked before the ending is sent: a host that hears the ending sees the mark.
     watched.termination.abandon();
     watched.host.send(Event::Ended(ending(watched.max_memory_mb)));

@@ -133,11 +133,12 @@ fn serve_run(channel: Arc<UnixStream>) -> libc::c_int {
     let Some(wire::ToCell::Prepare(shape)) = next(&reader) else { return EXIT_MISUSE };
     // SAFETY: this is the isolate thread of a cell, where V8 runs single-threaded
     // (`platform::spawn_cell_thread`) and the only other thread, the process's main one, waits to
-    // join this one (`serve`): nothing but this thread writes memory in the process.
+    // join this one (`serve`): nothing but this thread writes memory in the process. `new`
+    // checks the count of threads too.
     let sole = unsafe { SoleThread::new() };
     let mut prepared = isolate::prepare(Setup {
         out_of_memory: Some(out_of_memory),
-        shed_when_idle: Some(sole),
+        shed_when_idle: sole,
         ..Setup::new(shape)
     });
     // What making the isolate left goes back to the system while the cell waits for a run

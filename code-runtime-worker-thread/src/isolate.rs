@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use code_runtime::provider::{CpuClock, Ending, Event, StopReason, catalogue};
@@ -44,11 +44,9 @@ pub(crate) struct Setup {
 impl Setup {
     /// A setup whose budget, termination and clock are new.
     pub(crate) fn new(shape: Shape) -> Self {
-        let memory_bytes =
-            usize::try_from(shape.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         Self {
             shape,
-            budget: Arc::new(MemoryBudget::new(memory_bytes)),
+            budget: Arc::new(MemoryBudget::new(shape.memory_bytes())),
             termination: Arc::default(),
             cpu_clock: Arc::default(),
             out_of_memory: None,
@@ -80,10 +78,8 @@ pub(crate) fn prepare(setup: Setup) -> Prepared {
     if let Some(cpu_clock) = CpuClock::current_thread() {
         let _ = setup.cpu_clock.set(cpu_clock);
     }
-    let memory_bytes =
-        usize::try_from(setup.shape.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
     let params = v8::CreateParams::default()
-        .heap_limits(0, memory_bytes)
+        .heap_limits(0, setup.shape.memory_bytes())
         .array_buffer_allocator(memory::allocator(&setup.budget).make_shared());
     let mut isolate = v8::Isolate::new(params);
     isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
@@ -102,8 +98,8 @@ pub(crate) fn prepare(setup: Setup) -> Prepared {
         refusals: Default::default(),
         unwinds: Default::default(),
         unwinding: match setup.out_of_memory {
-            Some(_) => Unwinding::Extend,
-            None => Unwinding::Borrow(Mutex::default()),
+            Some(_) => Unwinding::Cell,
+            None => Unwinding::Host,
         },
     });
     let guard_data = &*guard as *const HeapGuard as *mut c_void;

@@ -227,6 +227,11 @@ impl WorkerThread {
         program: program::Program,
         stripped: Duration,
     ) -> Result<substrate::IsolateSubstrate, Ending> {
+        // Isolates this process no longer waits for may hold too much for another.
+        let holds = memory::host_bytes(shape.memory_bytes());
+        if let Some(why) = abandonment::out_of_service(holds) {
+            return Err(Ending::Failed(why));
+        }
         // Only a run under the provider's own limits takes one (its heap limit is set).
         let fits = shape == substrate::shape(&self.config, &self.config.limits);
         let ready = match if fits { self.ready.take().await } else { None } {

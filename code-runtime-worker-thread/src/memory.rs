@@ -3,8 +3,8 @@
 //! [`allocator`]), and the near-heap-limit callback.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use crate::termination::{Cause, Termination};
 
@@ -158,83 +158,60 @@ pub(crate) struct HeapGuard {
     pub(crate) refusals: AtomicU32,
     /// Extensions granted to unwind a terminated program, so far.
     pub(crate) unwinds: AtomicU32,
-    /// How a terminated program gets room to unwind.
+    /// How much room a terminated program gets to unwind.
     pub(crate) unwinding: Unwinding,
 }
 
-impl HeapGuard {
-    /// Returns the loan this isolate borrowed, if any, before the isolate is gone (see
-    /// `abandonment.rs`).
-    pub(crate) fn give_back_loan(&self) {
-        if let Unwinding::Borrow(loan) = &self.unwinding {
-            loan.lock().unwrap_or_else(PoisonError::into_inner).take();
+/// How the near-heap-limit callback lets a terminated program unwind: half the limit again,
+/// once, at least [`MIN_UNWIND_BYTES`] and, in the host's process, at most
+/// [`MAX_HOST_UNWIND_BYTES`].
+///
+/// Termination stops a program at its next interrupt check, but a builtin under way
+/// (`Array.prototype.fill`, `String.prototype.split`, `"x".repeat`, an array spread) first makes
+/// the one allocation it is in, whatever the limit. An allocation V8 cannot make even then is its
+/// fatal out-of-memory error: in a cell it ends the cell (its host hears why); in the host's
+/// process it ends the run and abandons its isolate (`abandonment.rs`), whose memory the process
+/// then keeps. So the room is a bounded part of the run's own budget: what the host holds for a
+/// run is its budget and that slack, never more, and a builtin that needs more is abandoned
+/// rather than fed.
+pub(crate) enum Unwinding {
+    /// In a cell, whose address space is bounded anyway.
+    Cell,
+    /// In the host's process, shared with every other run.
+    Host,
+}
+
+impl Unwinding {
+    /// The room past `current` granted to unwind.
+    fn room(&self, current: usize) -> usize {
+        let half = (current / 2).max(MIN_UNWIND_BYTES);
+        match self {
+            Unwinding::Cell => half,
+            Unwinding::Host => half.min(MAX_HOST_UNWIND_BYTES),
         }
     }
 }
 
-/// How the near-heap-limit callback lets a terminated program unwind.
-pub(crate) enum Unwinding {
-    /// Half the limit again, once: in a cell, whose process V8's fatal error may end (its host
-    /// hears why), and whose address space is bounded anyway.
-    Extend,
-    /// A [`Loan`] from the process's one [`LENDER`], held until the isolate is gone: in the
-    /// host's process, which V8's fatal error would end with every other run in it.
-    Borrow(Mutex<Option<Loan>>),
+/// The least room to unwind: enough for the exception and the stack of a small run.
+const MIN_UNWIND_BYTES: usize = 16 << 20;
+
+/// The most room to unwind a run in the host's process is given (see [`Unwinding`]).
+pub(crate) const MAX_HOST_UNWIND_BYTES: usize = 256 << 20;
+
+/// What the host may hold for one run in its own process, past its budget: the room to unwind,
+/// and what V8 keeps outside its heap meanwhile (handles, parser and compiler zones), bounded by
+/// the heap it refers to.
+pub(crate) fn host_bytes(limit: usize) -> usize {
+    limit.saturating_add(Unwinding::Host.room(limit))
 }
 
 /// Refused backing stores that stay a `RangeError` the program can catch; a program that keeps
 /// asking ends as out of memory.
 const MAX_REFUSALS: u32 = 4;
 /// Extensions of the heap limit granted to unwind a terminated program: one. A program whose
-/// builtin under way outgrows even that meets V8's fatal out-of-memory error (see [`LOAN_BYTES`]);
-/// granting more each time would let the heap grow without bound.
+/// builtin under way outgrows even that meets V8's fatal out-of-memory error; granting more each
+/// time would let the heap grow without bound.
 const MAX_UNWINDS: u32 = 1;
-
-/// Room past its limit lent to a terminated program in the host's process.
-///
-/// Termination stops a program at its next interrupt check, but a builtin under way
-/// (`Array.prototype.fill`, `String.prototype.split`, `"x".repeat`, an array spread) first makes
-/// the one allocation it is in, whatever the limit, and an allocation V8 cannot make is a fatal
-/// error that ends the process. V8's largest single object is a gibibyte (a `FixedArray` of 2^27
-/// elements, a two-byte string of 2^29 characters); the loan holds one and the copy a growing
-/// array makes of itself. It is only a limit: what the builtin does not allocate is never taken.
-const LOAN_BYTES: usize = 2 << 30;
-
-/// The one lender of a process: one [`Loan`] out at a time, so however many programs run out of
-/// memory together, the host holds at most their budgets and one loan. A terminated program
-/// waits for it inside V8's callback; whoever holds it is itself terminated and gives it back
-/// when its isolate is gone, milliseconds later.
-static LENDER: Lender = Lender { lent: Mutex::new(false), returned: Condvar::new() };
-
-/// See [`LENDER`].
-struct Lender {
-    lent: Mutex<bool>,
-    returned: Condvar,
-}
-
-impl Lender {
-    /// The loan, once no other isolate holds it.
-    fn borrow(&'static self) -> Loan {
-        let mut lent = self.lent.lock().unwrap_or_else(PoisonError::into_inner);
-        while *lent {
-            lent = self.returned.wait(lent).unwrap_or_else(PoisonError::into_inner);
-        }
-        *lent = true;
-        Loan { lender: self }
-    }
-}
-
-/// [`LOAN_BYTES`] past one terminated isolate's limit, given back when dropped.
-pub(crate) struct Loan {
-    lender: &'static Lender,
-}
-
-impl Drop for Loan {
-    fn drop(&mut self) {
-        *self.lender.lent.lock().unwrap_or_else(PoisonError::into_inner) = false;
-        self.lender.returned.notify_one();
-    }
-}
 
 /// V8 is about to run out of heap.
 ///
@@ -265,12 +242,5 @@ pub(crate) unsafe extern "C" fn near_heap_limit(
     if guard.unwinds.fetch_add(1, Ordering::AcqRel) >= MAX_UNWINDS {
         return current;
     }
-    match &guard.unwinding {
-        Unwinding::Extend => current.saturating_add(current / 2),
-        Unwinding::Borrow(loan) => {
-            let borrowed = LENDER.borrow();
-            *loan.lock().unwrap_or_else(PoisonError::into_inner) = Some(borrowed);
-            current.saturating_add(LOAN_BYTES)
-        }
-    }
+    current.saturating_add(guard.unwinding.room(current))
 }

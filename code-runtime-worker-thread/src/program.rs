@@ -15,6 +15,13 @@ pub(crate) struct Shape {
     pub(crate) allow_wasm: bool,
 }
 
+impl Shape {
+    /// The memory budget in bytes (saturating): the heap limit its isolate is made with.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        usize::try_from(self.max_memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+}
+
 /// The run's program and what it may print, the same in both isolation modes (a cell receives
 /// it as its setup frame).
 #[derive(Debug)]

@@ -35,13 +35,23 @@ const STACK_IN_USE_BELOW: usize = 4 << 10;
 pub(crate) struct SoleThread(());
 
 impl SoleThread {
+    /// `None` when the process has more than two threads (this one and one that only waits):
+    /// the promise below is then checked to be false.
+    ///
     /// # Safety
     ///
     /// Whenever the thread that holds the result sheds ([`shed`]), no other thread of this
     /// process may run code that writes memory.
-    pub(crate) unsafe fn new() -> Self {
-        Self(())
+    pub(crate) unsafe fn new() -> Option<Self> {
+        at_most_two_threads().then_some(Self(()))
     }
+}
+
+/// Whether this process has at most two threads: the isolate's, and the main one that waits to
+/// join it. Checked again before each release of pages of zeros, since a thread started later
+/// (by a library, say) would break [`SoleThread`]'s promise.
+fn at_most_two_threads() -> bool {
+    code_runtime_sandbox::threads_in_this_process().is_some_and(|threads| threads <= 2)
 }
 
 /// Gives back what the run no longer uses: see the module's text.
@@ -62,6 +72,7 @@ pub(crate) fn shed(isolate: &mut v8::Isolate, sole: &SoleThread) {
 /// V8's initialisation, its deserialiser and the program's compilation ran deeper than the loop
 /// that waits, and their pages would stay the cell's while it waits. Should the thread go that
 /// deep again, the kernel gives it zeroed pages.
+#[inline(never)]
 fn release_stack_below_here() {
     let mut attributes = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
     // SAFETY: fills `attributes` for the calling thread; destroyed below once read.
@@ -95,6 +106,9 @@ fn release_stack_below_here() {
 /// cell copied from the spawner process makes them on pages it copied from the spawner's heap:
 /// measured, 45 pages of a waiting cell's own (180 kB of its 1.87 MB) held nothing else.
 fn release_heap_zeros(_sole: &SoleThread) {
+    if !at_most_two_threads() {
+        return;
+    }
     // Room for a cell's map (about 80 lines) at once: `/proc` files say no size, and reading one
     // in growing steps takes ten reads.
     let mut maps = String::with_capacity(16 << 10);
@@ -249,6 +263,26 @@ fn page_size() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The promise of a sole thread is checked: in a process with threads of its own (this
+    /// test's and two more), none is made.
+    #[test]
+    fn no_sole_thread_in_a_process_of_many_threads() {
+        let (stop, waiting) = std::sync::mpsc::channel::<()>();
+        let waiting = std::sync::Arc::new(std::sync::Mutex::new(waiting));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let waiting = waiting.clone();
+                std::thread::spawn(move || drop(waiting.lock().map(|waiting| waiting.recv())))
+            })
+            .collect();
+        // SAFETY: refused here, so nothing is released.
+        assert!(unsafe { SoleThread::new() }.is_none());
+        drop(stop);
+        for thread in threads {
+            thread.join().expect("the thread");
+        }
+    }
 
     /// Pages of a private anonymous mapping of a test's own, unmapped on drop.
     struct Mapping(Range<usize>);

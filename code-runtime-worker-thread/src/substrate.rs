@@ -22,10 +22,22 @@ use crate::message::{Inbox, Outbox, ToIsolate};
 use crate::program::NamespaceSetup;
 use crate::program::{Program, Shape};
 use crate::termination::{Cause, Termination};
-use crate::{platform, strip};
+use crate::{abandonment, memory, platform, strip};
 
 /// How long teardown waits for a stopped isolate before it terminates it again.
 const RETERMINATE: Duration = Duration::from_millis(100);
+
+/// How long a stopped run's answer waits for its isolate thread to end. V8 stops a program at
+/// its next interrupt check, but a builtin under way runs to its end first (filling an array of
+/// 2^27 elements, parsing a JSON text of millions of values), which may take seconds: the run
+/// answers without it, within its budget and this slack, and the thread ends in the background.
+const ANSWER_WITHIN: Duration = Duration::from_millis(150);
+
+/// How long the run's slot waits for a thread still running after its answer, terminated again
+/// and again, before it lets the thread go: counted out of hand (`abandonment.rs`) and joined
+/// whenever it ends, so it holds no slot meanwhile but keeps others from starting while too many
+/// hold too much.
+const LINGER: Duration = Duration::from_millis(250);
 
 /// One run's isolate thread, seen from the host.
 pub(crate) struct IsolateSubstrate {
@@ -38,6 +50,8 @@ pub(crate) struct IsolateSubstrate {
     thread: Option<JoinHandle<()>>,
     /// Whether the isolate sent its ending (its last event).
     ended: bool,
+    /// What the isolate may hold at most (`memory::host_bytes`), counted if it is let go.
+    holds: usize,
 }
 
 /// Strips the program and makes what its isolate is built from, in either isolation mode
@@ -142,6 +156,8 @@ pub(crate) struct Ready {
     cpu_clock: Arc<OnceLock<CpuClock>>,
     /// `None` once handed to a run's substrate or joined.
     thread: Option<JoinHandle<()>>,
+    /// See [`IsolateSubstrate::holds`].
+    holds: usize,
 }
 
 impl std::fmt::Debug for Ready {
@@ -152,6 +168,7 @@ impl std::fmt::Debug for Ready {
 
 /// Starts an isolate thread of `shape` in this process.
 pub(crate) fn ready(shape: Shape) -> Result<Ready, Ending> {
+    let holds = memory::host_bytes(shape.memory_bytes());
     let setup = Setup::new(shape);
     let termination = setup.termination.clone();
     let cpu_clock = setup.cpu_clock.clone();
@@ -166,7 +183,7 @@ pub(crate) fn ready(shape: Shape) -> Result<Ready, Ending> {
         }
     })
     .map_err(|error| Ending::Failed(format!("cannot start the isolate thread: {error}")))?;
-    Ok(Ready { handoff, termination, cpu_clock, thread: Some(thread) })
+    Ok(Ready { handoff, termination, cpu_clock, thread: Some(thread), holds })
 }
 
 /// [`ready`] on one of the reactor's blocking threads: starting an isolate thread waits for the
@@ -204,6 +221,7 @@ impl Ready {
             stripped,
             thread: self.thread.take(),
             ended: false,
+            holds: self.holds,
         }
     }
 
@@ -273,28 +291,24 @@ impl Substrate for IsolateSubstrate {
         if self.ended {
             // The isolate sent its ending, its last event: the result need not wait while the
             // thread disposes of the isolate (a few hundred microseconds), only the run's slot.
-            let cleanup: BoxFuture<'static, ()> = Box::pin(async move {
-                // An abandoned thread (marked before its ending was sent) never ends.
-                if self.termination.is_abandoned() {
-                    return;
-                }
-                while self.events.recv().await.is_some() {}
-                // The thread dropped its end of the channel as its last act.
-                if let Some(thread) = self.thread.take() {
-                    joined(thread).await;
-                }
-            });
             return Box::pin(async move {
-                Teardown { ending, logs: Vec::new(), cleanup: Some(cleanup) }
+                Teardown { ending, logs: Vec::new(), cleanup: Some(Box::pin(self.finish())) }
             });
         }
         Box::pin(async move {
             // The thread drops its end of the channel as its last act, after disposing of the
             // isolate; what it printed before stopping is still the program's output.
             let mut logs = Vec::new();
+            let answer_by = std::time::Instant::now() + ANSWER_WITHIN;
             loop {
+                let left = answer_by.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    // Still running (a builtin under way): the answer goes now.
+                    return Teardown { ending, logs, cleanup: Some(Box::pin(self.finish())) };
+                }
                 let events = &mut self.events;
-                let next = reactor::enter(|| tokio::time::timeout(RETERMINATE, events.recv()));
+                let next =
+                    reactor::enter(|| tokio::time::timeout(left.min(RETERMINATE), events.recv()));
                 match next.await {
                     Ok(Some(Event::Log(line))) => logs.push(line),
                     // An abandoned thread sends its ending and never ends (`abandonment.rs`).
@@ -303,10 +317,10 @@ impl Substrate for IsolateSubstrate {
                     }
                     Ok(Some(_)) => {}
                     Ok(None) => break,
-                    // Still running after a stop: terminate again (see `Termination::stop`).
                     Err(_) if self.termination.is_abandoned() => {
                         return Teardown::new(ending, logs);
                     }
+                    // Still running after a stop: terminate again (see `Termination::stop`).
                     Err(_) if self.termination.cause().is_some() => {
                         self.termination.stop(Cause::Host);
                     }
@@ -319,5 +333,47 @@ impl Substrate for IsolateSubstrate {
             }
             Teardown::new(ending, logs)
         })
+    }
+}
+
+impl IsolateSubstrate {
+    /// What is left once the run answered: the thread's end, waited for in the run's slot for at
+    /// most [`LINGER`] (terminating it again meanwhile), then let go ([`abandonment::let_go`])
+    /// and joined in the background whenever it ends. What it prints meanwhile is nobody's.
+    async fn finish(mut self) {
+        let let_go_at = std::time::Instant::now() + LINGER;
+        loop {
+            // An abandoned thread (marked before its ending was sent) never ends.
+            if self.termination.is_abandoned() {
+                return;
+            }
+            let events = &mut self.events;
+            match reactor::enter(|| tokio::time::timeout(RETERMINATE, events.recv())).await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) if std::time::Instant::now() >= let_go_at => {
+                    abandonment::let_go(&self.termination, self.holds);
+                    let background = async move {
+                        while self.events.recv().await.is_some() {
+                            if self.termination.is_abandoned() {
+                                return;
+                            }
+                        }
+                        if let Some(thread) = self.thread.take() {
+                            joined(thread).await;
+                        }
+                        abandonment::taken_back(&self.termination);
+                    };
+                    reactor::spawn(background);
+                    return;
+                }
+                Err(_) => {
+                    self.termination.stop(Cause::Host);
+                }
+            }
+        }
+        if let Some(thread) = self.thread.take() {
+            joined(thread).await;
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! (the host, or V8's near-heap-limit callback), recorded before `terminate_execution` so the
 //! reason is never parsed back from an error string.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Who stopped the isolate. The first one to ask wins; later ones are ignored.
@@ -14,6 +14,9 @@ pub(crate) struct Termination {
     handle: Mutex<Option<v8::IsolateHandle>>,
     /// Set when a fatal error of V8 parked the isolate's thread for good (`abandonment.rs`).
     abandoned: AtomicBool,
+    /// The bytes its isolate was counted as holding once the host stopped waiting for it
+    /// (`abandonment::let_go`); zero while it is not counted.
+    out_of_hand: AtomicUsize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +65,18 @@ impl Termination {
     /// Marks the isolate's thread as parked for good: nobody waits for it or joins it.
     pub(crate) fn abandon(&self) {
         self.abandoned.store(true, Ordering::Release);
+    }
+
+    /// Records the isolate as out of hand, holding up to `bytes` (at least one); whether it was
+    /// not already.
+    pub(crate) fn count_out(&self, bytes: usize) -> bool {
+        let bytes = bytes.max(1);
+        self.out_of_hand.compare_exchange(0, bytes, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Takes the isolate back in hand: what [`count_out`](Self::count_out) recorded, if anything.
+    pub(crate) fn count_in(&self) -> Option<usize> {
+        Some(self.out_of_hand.swap(0, Ordering::AcqRel)).filter(|bytes| *bytes > 0)
     }
 
     pub(crate) fn is_abandoned(&self) -> bool {

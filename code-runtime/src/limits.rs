@@ -62,6 +62,15 @@ impl Limits {
     /// budget reads the same in JavaScript.
     pub const MAX_OUTPUT_BYTES: u64 = (1 << 53) - 1;
 
+    /// The largest accepted count or number of milliseconds of the other budgets: the largest
+    /// integer a double holds exactly, so every budget reads the same in JavaScript, in Python
+    /// and in JSON.
+    pub const MAX_SAFE: u64 = (1 << 53) - 1;
+
+    /// The largest accepted `max_memory_mb`: a tebibyte, which in bytes (what a cell's rlimits
+    /// and V8's heap limit take) still fits every integer type on the way.
+    pub const MAX_MEMORY_MB: u64 = 1 << 20;
+
     /// Checks every field, in declaration order ([`Budget::check`]).
     ///
     /// # Errors
@@ -195,6 +204,8 @@ struct Declaration {
 }
 
 const POSITIVE: &str = "must be a positive number";
+/// What a count or a number of milliseconds past [`Limits::MAX_SAFE`] is told.
+const SAFE: &str = "must be at most 9007199254740991";
 
 impl Budget {
     /// Every budget, in [`Limits`]' declaration order (the order validation checks them).
@@ -209,7 +220,7 @@ impl Budget {
     ];
 
     fn declaration(self) -> Declaration {
-        let positive = 1..=u64::MAX;
+        let positive = 1..=Limits::MAX_SAFE;
         match self {
             Budget::Compute => Declaration {
                 name: "compute_ms",
@@ -218,7 +229,7 @@ impl Budget {
                 about: "CPU budget in milliseconds",
                 default: 60_000,
                 bounds: positive,
-                requirement: POSITIVE,
+                requirement: SAFE,
             },
             Budget::Wall => Declaration {
                 name: "max_wall_ms",
@@ -250,8 +261,8 @@ impl Budget {
                     "output) is held to it as well"
                 ),
                 default: 512,
-                bounds: positive,
-                requirement: POSITIVE,
+                bounds: 1..=Limits::MAX_MEMORY_MB,
+                requirement: "must be at most 1048576 (a tebibyte)",
             },
             Budget::Calls => Declaration {
                 name: "max_calls",
@@ -260,7 +271,7 @@ impl Budget {
                 about: "Binding calls a run may make; more reject",
                 default: 10_000,
                 bounds: positive,
-                requirement: POSITIVE,
+                requirement: SAFE,
             },
             Budget::CallsPerFunction => Declaration {
                 name: "max_calls_per_function",
@@ -269,7 +280,7 @@ impl Budget {
                 about: "Binding calls a run may make to any one function; more reject",
                 default: 10_000,
                 bounds: positive,
-                requirement: POSITIVE,
+                requirement: SAFE,
             },
             Budget::PendingCalls => Declaration {
                 name: "max_pending_calls",
@@ -278,7 +289,7 @@ impl Budget {
                 about: "Binding calls in flight at once; more wait their turn",
                 default: 1_000,
                 bounds: positive,
-                requirement: POSITIVE,
+                requirement: SAFE,
             },
         }
     }

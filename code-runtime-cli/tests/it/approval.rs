@@ -221,6 +221,7 @@ fn approval_misuse_is_one_line() {
         "--approvals must be ask, deny, allow or pause, got sometimes",
     );
     let weak = scratch.write("weak.key", "0011");
+    private(&weak);
     let checkpoint = scratch.0.join("c.json");
     check_misuse(
         &command(
@@ -238,6 +239,15 @@ fn approval_misuse_is_one_line() {
         ),
         "at least 16 bytes",
     );
+    // A key other users can read is refused whatever it holds.
+    let shared = scratch.write("shared.key", "00112233445566778899aabbccddeeff\n");
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let pausing = ["run", &program, "--approvals", "pause", "--checkpoint"];
+    let output = command(
+        &scratch,
+        &[&pausing[..], &[checkpoint.to_str().unwrap(), "--checkpoint-key", &shared]].concat(),
+    );
+    check_misuse(&output, "readable by every user");
     check_misuse(&command(&scratch, &["resume"]), "missing CHECKPOINT");
     let not = scratch.write("not.json", "{}");
     check_misuse(&command(&scratch, &["resume", &not]), "not a checkpoint");
@@ -313,4 +323,9 @@ fn ask_puts_one_question_per_call_on_the_terminal() {
     assert!(transcript.contains("[a]ll of this run, [p]ause: "), "{transcript}");
     assert!(transcript.contains(r#""paused":{"checkpoint":"#), "{transcript}");
     assert!(checkpoint.exists());
+}
+
+/// Makes `path` readable by this user alone, as a key file must be.
+pub(crate) fn private(path: &str) {
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
 }

@@ -362,11 +362,29 @@ fn a_config_that_cannot_serve_is_misuse_naming_what_failed() {
     let token = scratch.write("token", " \n");
     let spaced = scratch.write("spaced", "two words\n");
     let short_key = scratch.write("short.key", "abcd\n");
+    crate::approval::private(&short_key);
     let a_file = scratch.write("a-file", "");
     let under_a_file = format!("{a_file}/spent");
+    // A key others can read, a spent store others can write: refused, as is a shared key
+    // without a shared store (each replica would resume a checkpoint once).
+    let key = scratch.write("good.key", "00112233445566778899aabbccddeeff\n");
+    crate::approval::private(&key);
+    let open_key = scratch.write("open.key", "00112233445566778899aabbccddeeff\n");
+    let open_dir = scratch.0.join("open-spent");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let open_dir = open_dir.to_str().unwrap().to_owned();
+    let spent = scratch.0.join("spent").to_str().unwrap().to_owned();
     for (args, phrase) in [
         (vec!["--checkpoint-key", "/nonexistent/key"], "cannot read /nonexistent/key"),
-        (vec!["--checkpoint-key", &short_key], "short.key: "),
+        (vec!["--checkpoint-key", &short_key, "--spent-checkpoints", &spent], "short.key: "),
+        (vec!["--checkpoint-key", &key], "--checkpoint-key needs --spent-checkpoints DIR"),
+        (
+            vec!["--checkpoint-key", &open_key, "--spent-checkpoints", &spent],
+            "readable by every user",
+        ),
+        (vec!["--spent-checkpoints", &open_dir], "writable by every user"),
         (vec!["--spent-checkpoints", &under_a_file], "--spent-checkpoints "),
         (vec!["--auth-token-file", &token], "--auth-token-file needs --http ADDR"),
         (vec!["--http", "127.0.0.1:0", "--auth-token-file", &token], "is empty"),

@@ -359,7 +359,8 @@ async def main():
     everything = {"command": peers.everything_command(), "approval": ["get-s*"]}
     config = peers.write_config(scratch, {"everything": everything}, extra={"approvalFallback": "pause"})
     key = os.path.join(scratch, "checkpoint.key")
-    with open(key, "w") as file:
+    # Readable by this user alone: the gateway refuses a key others can read.
+    with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
         file.write(KEY)
     shared = {"key": key, "spent": os.path.join(scratch, "spent")}
     replicas, balancer = [], None

@@ -176,8 +176,9 @@ fn structured_clone_copies_within_the_runs_memory() {
 /// A builtin under way finishes its allocation after V8 terminates its program for memory (one
 /// `split`, one spread, one `repeat` of hundreds of megabytes past a 64 MB budget): V8 meets an
 /// allocation it cannot make with a fatal error that ends the process, the host's in `thread`
-/// isolation. The host lends room to unwind (`memory.rs`, `LOAN_BYTES`): each run ends as out of
-/// memory, two at once included (one waits for the loan), and the host lives on.
+/// isolation. The host grants room to unwind (`memory.rs`), and abandons the isolate of a builtin
+/// that needs more (`abandonment.rs`): each run ends as out of memory, five at once included, and
+/// the host lives on.
 #[test]
 fn a_builtin_past_the_budget_ends_its_run_not_the_host() {
     let limits = Limits { max_memory_mb: 64, ..Limits::default() };
@@ -223,6 +224,50 @@ fn a_fatal_error_of_v8_ends_the_run_not_the_host() {
     }
     let after = run_on(&runtime, CodeRunRequest::new("return 1 + 1"));
     assert_eq!(after.value(), Some(&json!(2)), "{:?}", after.to_json());
+}
+
+/// No sequence of programs aborts the host in `thread` isolation, or makes it hold without bound:
+/// twenty runs in a row end in a fatal error of V8, each abandoning its isolate with what it
+/// holds (five such aborted the host before). Past the process's bound (`abandonment.rs`, 16
+/// isolates) `thread` runs are refused with a clear error, and `process` isolation in the same
+/// process runs on. Run in a process of its own (this test binary again, for this test alone),
+/// since what is abandoned stays for the process's life.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "this test binary, again, for this test alone")]
+fn no_sequence_of_fatal_errors_aborts_the_host() {
+    const CHILD: &str = "CODE_RUNTIME_TEST_ABANDONING_PROCESS";
+    const NAME: &str = "hostile::no_sequence_of_fatal_errors_aborts_the_host";
+    if std::env::var_os(CHILD).is_none() {
+        let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", NAME, "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("1 passed"), "{stdout}");
+        return;
+    }
+    let limits = Limits { max_memory_mb: 64, ..Limits::default() };
+    let runtime = runtime(limits);
+    let mut refused = 0;
+    for _ in 0..20 {
+        let program = "return 'x'.repeat(2 ** 28).split('').length";
+        let result = run_on(&runtime, CodeRunRequest::new(program));
+        let error = result.error().unwrap_or_else(|| panic!("{:?}", result.to_json()));
+        assert_eq!(error.kind(), FailureKind::WorkerExit, "{:?}", result.to_json());
+        if error.message().contains("thread isolation is out of service in this process") {
+            refused += 1;
+        } else {
+            assert!(error.message().contains("V8 fatal error"), "{}", error.message());
+        }
+    }
+    assert_eq!(refused, 4, "16 isolates abandoned, the rest refused");
+    let after = run_on(&runtime, CodeRunRequest::new("return 1 + 1"));
+    let refusal = after.error().map(|error| error.message().to_owned()).unwrap_or_default();
+    assert!(refusal.contains("use process isolation, or restart the host"), "{refusal}");
+    let cells = run_on(&process_runtime(limits), CodeRunRequest::new("return 1 + 1"));
+    assert_eq!(cells.value(), Some(&json!(2)), "{:?}", cells.to_json());
 }
 
 /// `new URLSearchParams(text)` builds every pair inside one native call, where V8's heap limit

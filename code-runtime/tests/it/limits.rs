@@ -68,6 +68,38 @@ fn c033_wall_ceiling_bound() {
     assert_eq!(Limits { max_wall_ms: 2_147_483_647, ..base }.validate(), Ok(()));
 }
 
+/// Every budget has a ceiling where it is read, so that no number past what a double holds
+/// exactly (a `--memory-mb 18446744073709551615`) passes validation and breaks a run later: the
+/// largest accepted value of each is accepted, the next one refused with what it must be.
+#[test]
+fn every_budget_is_bounded_where_it_is_read() {
+    use code_runtime::Budget;
+    let largest = |budget: Budget| match budget {
+        Budget::Wall => Limits::MAX_WALL_MS,
+        Budget::Output => Limits::MAX_OUTPUT_BYTES,
+        Budget::Memory => Limits::MAX_MEMORY_MB,
+        _ => Limits::MAX_SAFE,
+    };
+    assert_eq!(Limits::MAX_SAFE, 9_007_199_254_740_991);
+    for budget in Budget::ALL {
+        let top = largest(budget);
+        assert_eq!(budget.check(top), Ok(()), "{}", budget.name());
+        for past in [top + 1, 1 << 53, u64::MAX] {
+            let why = budget.check(past).expect_err(budget.name());
+            assert!(why.starts_with("must be"), "{}: {why}", budget.name());
+            let mut limits = Limits::default();
+            *budget.slot(&mut limits) = past;
+            let error = limits.validate().expect_err(budget.name());
+            assert_eq!(error.key(), budget.name());
+            assert!(error.to_string().ends_with(&format!("got {past}")), "{error}");
+        }
+    }
+    check_invalid(
+        Limits { max_memory_mb: u64::MAX, ..Limits::default() },
+        "code-runtime: config.max_memory_mb must be at most 1048576 (a tebibyte), got 18446744073709551615",
+    );
+}
+
 #[test]
 fn c034_output_cap_of_at_least_4() {
     let base = Limits::default();
