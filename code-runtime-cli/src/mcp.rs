@@ -28,7 +28,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
     /// The record file's bound [default: 1073741824]; a full file is renamed FILE.1 (replacing
-    /// the one there) and a fresh FILE started.
+    /// the one there) and a fresh FILE started, once per run: a run that would make it rotate
+    /// twice (erasing other runs' lines) ends as output-limit.
     #[arg(long, value_name = "N", value_parser = crate::count, allow_hyphen_values = true)]
     record_max_bytes: Option<u64>,
     /// With --http: a request to /mcp or /metrics without `Authorization: Bearer <the file's

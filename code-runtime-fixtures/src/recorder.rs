@@ -2,7 +2,7 @@
 //! while the run goes on (nothing kept in memory, the file bounded), or kept as structured
 //! [`CallRecord`]s for a test harness.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -136,8 +136,15 @@ enum Place {
         name: String,
         /// Where a full file goes (`<path>.1`) and where the next one starts, when rotating.
         rotation: Option<PathBuf>,
+        /// The runs that made the file rotate, latest last (at most [`ROTATIONS_KEPT`]): none
+        /// makes it rotate twice.
+        rotated_by: VecDeque<u64>,
     },
 }
+
+/// How many rotating runs a record remembers. A rotation takes a whole bound of lines, so only a
+/// run that outlived this many others' rotations could rotate twice.
+const ROTATIONS_KEPT: usize = 1024;
 
 /// What a record file does once the next line would take it past its bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,8 +154,11 @@ pub enum Rotation {
     Stop,
     /// It is renamed `<path>.1` (replacing the one before) and a fresh file takes its place: the
     /// disk holds at most twice the bound, and the runs go on. For a server's record
-    /// (`code-runtime mcp --record`), which every run of every client shares. Only a line
-    /// longer than the bound on its own is refused, for its own run.
+    /// (`code-runtime mcp --record`), which every run of every client shares. Refused, for its
+    /// own run only: a line longer than the bound on its own, and a second rotation by a run
+    /// that made one already ([`BindingArgs::run`]), which would erase what the record held of
+    /// other runs before its first. Erasing a line takes two runs of a bound each, never what
+    /// one run sends alone.
     Rotate,
 }
 
@@ -202,6 +212,8 @@ pub struct Recording {
     /// A writing recorder's line so far; a keeping one's copy of the argument.
     part: Part,
     approval: Option<(String, String)>,
+    /// The run that made the call, when known.
+    run: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -254,6 +266,7 @@ impl Recorder {
             error: None,
             name: "the record".to_owned(),
             rotation: None,
+            rotated_by: VecDeque::new(),
         })
     }
 
@@ -273,6 +286,7 @@ impl Recorder {
             error: None,
             name: format!("the record file {}", json::quote(&path.display().to_string())),
             rotation: (rotation == Rotation::Rotate).then(|| path.to_owned()),
+            rotated_by: VecDeque::new(),
         }))
     }
 
@@ -288,6 +302,18 @@ impl Recorder {
     /// Starts the record of a call of `namespace.function` with `args`, before the host closure
     /// takes them; `None` when nothing is recorded.
     pub fn start(&self, namespace: &str, function: &str, args: &Value) -> Option<Recording> {
+        self.start_in(None, namespace, function, args)
+    }
+
+    /// [`start`](Recorder::start) for a call of `run` ([`BindingArgs::run`]), whose calls never
+    /// rotate the record twice.
+    pub fn start_in(
+        &self,
+        run: Option<u64>,
+        namespace: &str,
+        function: &str,
+        args: &Value,
+    ) -> Option<Recording> {
         let recorder = self.inner.clone()?;
         let keeping = matches!(lock(&recorder).place, Place::Kept(_));
         let part = if keeping {
@@ -302,6 +328,7 @@ impl Recorder {
             started: Instant::now(),
             part,
             approval: None,
+            run,
         })
     }
 
@@ -313,7 +340,7 @@ impl Recorder {
         function: &str,
         args: &BindingArgs,
     ) -> Option<Recording> {
-        let recording = self.start(namespace, function, args)?;
+        let recording = self.start_in(args.run(), namespace, function, args)?;
         Some(match args.approved_by() {
             Some(by) => recording.approved("allow", by),
             None => recording,
@@ -428,7 +455,16 @@ impl Recording {
                 Ok(())
             }
             (
-                Place::Written { sink, written, max_bytes, full, error, name, rotation },
+                Place::Written {
+                    sink,
+                    written,
+                    max_bytes,
+                    full,
+                    error,
+                    name,
+                    rotation,
+                    rotated_by,
+                },
                 Part::Line(mut line),
             ) => {
                 let record_full = || RecordFull { max_bytes: *max_bytes, name: name.clone() };
@@ -443,11 +479,20 @@ impl Recording {
                 line.push('\n');
                 let size = line.len() as u64;
                 if written.saturating_add(size) > *max_bytes {
+                    let again = self.run.is_some_and(|run| rotated_by.contains(&run));
                     match rotation {
+                        // A run's second rotation would erase other runs' lines: refused for it.
+                        Some(_) if again => return Err(record_full()),
                         Some(path) if size <= *max_bytes => match rotate(path) {
                             Ok(fresh) => {
                                 *sink = Box::new(fresh);
                                 *written = 0;
+                                if let Some(run) = self.run {
+                                    if rotated_by.len() == ROTATIONS_KEPT {
+                                        rotated_by.pop_front();
+                                    }
+                                    rotated_by.push_back(run);
+                                }
                             }
                             Err(failure) => {
                                 error.get_or_insert_with(|| failure.to_string());

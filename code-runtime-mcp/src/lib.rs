@@ -18,6 +18,7 @@ mod description;
 mod expansion;
 mod http_service;
 mod listener;
+mod lookup;
 mod metrics;
 mod passthrough;
 mod redaction;

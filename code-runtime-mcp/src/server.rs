@@ -34,6 +34,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::Deserialize;
 
 use crate::approval::{ClientApprover, Fallback};
+use crate::lookup;
 use crate::metrics::Metrics;
 use crate::passthrough::Passthrough;
 use crate::relay::Downstream;
@@ -42,9 +43,6 @@ use crate::relay::Downstream;
 /// in every prompt): the languages' declarations that fit, in the config's order; when none
 /// fits, the functions' names, and `describe_tools` for the rest.
 const DESCRIPTION_BUDGET: usize = 24 * 1024;
-
-/// How many matches `search_tools` returns at most.
-const SEARCH_RESULTS: usize = 20;
 
 /// How many of a run's log lines go out as notifications; the rest are counted in one last
 /// notification (the result has every line). A program that prints millions of lines would
@@ -111,7 +109,7 @@ pub(crate) struct Catalogue {
 }
 
 impl Catalogue {
-    fn request(&self, program: String) -> CodeRunRequest {
+    pub(crate) fn request(&self, program: String) -> CodeRunRequest {
         CodeRunRequest {
             program,
             bindings: self.namespaces.clone(),
@@ -138,6 +136,8 @@ static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 
 struct Inner {
     catalogue: Catalogue,
+    /// What `search_tools` looks in, made from the catalogue once.
+    index: lookup::SearchIndex,
     /// In the config's order; the first is the default language.
     runtimes: Runtimes,
     /// The tools, in the order the client lists them.
@@ -186,6 +186,7 @@ impl CodeModeServer {
         let tools = routes.iter().map(|route| route.attr.clone()).collect();
         let router = routes.into_iter().fold(ToolRouter::new(), ToolRouter::with_route);
         let inner = Inner {
+            index: lookup::SearchIndex::new(&catalogue),
             catalogue,
             runtimes,
             tools,
@@ -366,93 +367,24 @@ impl CodeModeServer {
     fn search_tools(
         &self,
         Parameters(SearchTools { query }): Parameters<SearchTools>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let query = query.to_lowercase();
-        let words: Vec<&str> =
-            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-        let mut matches: Vec<(usize, String, String)> = Vec::new();
-        for namespace in &self.inner.catalogue.namespaces {
-            for (name, function) in &namespace.functions {
-                let label = format!("{}.{name}", namespace.global);
-                let description = function.description_text().unwrap_or_default();
-                let haystack = format!("{label} {description}").to_lowercase();
-                let score = words.iter().filter(|word| haystack.contains(*word)).count();
-                if score > 0 || words.is_empty() {
-                    matches.push((score, label, description.to_owned()));
-                }
-            }
-        }
-        // Best first; ties keep the catalogue's order (the sort is stable).
-        matches.sort_by_key(|(score, _, _)| std::cmp::Reverse(*score));
-        let found: Vec<JsonValue> = matches
-            .into_iter()
-            .take(SEARCH_RESULTS)
-            .map(|(_, name, description)| json!({ "name": name, "description": description }))
-            .collect();
-        let value = json!({ "tools": found });
-        let mut reply = CallToolResult::success(vec![ContentBlock::text(json::encode(&value))]);
-        reply.structured_content = value.to_serde_json().ok();
-        Ok(reply)
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let words = lookup::query_words(&query)?;
+            let inner = self.inner.clone();
+            lookup::off_the_executor(move || inner.index.search(&words)).await
+        })
     }
 
     fn describe_tools(
         &self,
         Parameters(DescribeTools { names, language }): Parameters<DescribeTools>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let language = language.unwrap_or_else(|| self.inner.runtimes[0].0.as_str().to_owned());
-        let catalogue = &self.inner.catalogue;
-        let mut unknown = Vec::new();
-        let mut chosen: Vec<CodeBindingNamespace> = Vec::new();
-        for name in &names {
-            let found = catalogue.namespaces.iter().find_map(|namespace| {
-                if namespace.global == *name {
-                    return Some((namespace, None));
-                }
-                let member = name.strip_prefix(namespace.global.as_str())?.strip_prefix('.')?;
-                namespace
-                    .functions
-                    .get(member)
-                    .map(|function| (namespace, Some((member, function))))
-            });
-            match found {
-                None => unknown.push(*name),
-                Some((namespace, member)) => {
-                    let index = match chosen.iter().position(|c| c.global == namespace.global) {
-                        Some(index) => index,
-                        None => {
-                            let mut copy = namespace.clone();
-                            copy.functions.clear();
-                            chosen.push(copy);
-                            chosen.len() - 1
-                        }
-                    };
-                    match member {
-                        None => chosen[index].functions = namespace.functions.clone(),
-                        Some((member, function)) => {
-                            chosen[index].functions.insert(member.to_owned(), function.clone());
-                        }
-                    }
-                }
-            }
-        }
-        if !unknown.is_empty() {
-            let text = format!(
-                "no such tools: {}; search_tools finds them by keyword",
-                unknown.join(", ")
-            );
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
-        }
-        let request = CodeRunRequest {
-            bindings: chosen,
-            values: catalogue.request(String::new()).values,
-            call_tool: catalogue.call_tool,
-            ..CodeRunRequest::default()
-        };
-        match describe_request(&request, &language) {
-            Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
-            Err(error) => Err(ErrorData::invalid_params(error.to_string(), None)),
-        }
+    ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
+        Box::pin(async move {
+            let language = language.unwrap_or_else(|| self.inner.runtimes[0].0.as_str().to_owned());
+            let inner = self.inner.clone();
+            lookup::off_the_executor(move || lookup::describe(&inner.catalogue, &names, &language))
+                .await?
+        })
     }
 }
 
@@ -750,7 +682,9 @@ struct DescribeTools {
 fn search_tools_tool() -> Tool {
     let schema = json!({
         "type": "object",
-        "properties": { "query": { "type": "string", "description": "Keywords." } },
+        "properties": {
+            "query": { "type": "string", "maxLength": lookup::MAX_QUERY_BYTES, "description": "A few keywords." },
+        },
         "required": ["query"],
     });
     Tool::new(
@@ -765,7 +699,7 @@ fn describe_tools_tool(languages: &[&str]) -> Tool {
     let schema = json!({
         "type": "object",
         "properties": {
-            "names": { "type": "array", "items": { "type": "string" }, "description": "\"namespace.function\" or a namespace." },
+            "names": { "type": "array", "items": { "type": "string" }, "maxItems": lookup::MAX_DESCRIBE_NAMES, "description": "\"namespace.function\" or a namespace." },
             "language": { "type": "string", "enum": languages },
         },
         "required": ["names"],

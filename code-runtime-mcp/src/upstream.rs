@@ -140,12 +140,26 @@ impl Upstream {
         let mut function = binding(move |args| {
             let (upstream, recorder, name) = (upstream.clone(), recorder.clone(), name.clone());
             async move {
-                let recording = recorder.start_call(&upstream.namespace, &name, &args);
-                let outcome = upstream.call(&name, args).await;
-                match recording.map(|recording| recording.finish(&outcome)) {
-                    Some(Err(full)) => Err(full.into_binding_error()),
-                    _ => outcome,
+                if !recorder.is_on() {
+                    return upstream.call(&name, args).await;
                 }
+                // Encoding a line (as large as the run's memory budget) and writing it to disk
+                // happen on a blocking thread: the threads that serve every client never wait
+                // for them.
+                let namespace = upstream.namespace.clone();
+                let (recording, args) = blocking(move || {
+                    let recording = recorder.start_call(&namespace, &name, &args);
+                    (recording, (args, name))
+                })
+                .await?;
+                let (args, name) = args;
+                let outcome = upstream.call(&name, args).await;
+                let Some(recording) = recording else { return outcome };
+                blocking(move || match recording.finish(&outcome) {
+                    Err(full) => Err(full.into_binding_error()),
+                    Ok(()) => outcome,
+                })
+                .await?
             }
         });
         if let Some(description) = &tool.description {
@@ -551,6 +565,15 @@ fn pascal(name: &str) -> String {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+/// Runs `work` on a blocking thread of the runtime that runs the call.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, BindingError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| BindingError::new(format!("recording the call failed: {error}")))
 }
 
 #[cfg(test)]

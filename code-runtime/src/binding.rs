@@ -346,18 +346,20 @@ pub struct BindingArgs {
     _held: Option<Held>,
     /// Who approved the call, when its function needs approval.
     approved_by: Option<String>,
+    /// The run that made the call.
+    run: Option<u64>,
 }
 
 impl BindingArgs {
     /// Wraps `value`.
     pub fn new(value: JsonValue) -> Self {
-        Self { value, _held: None, approved_by: None }
+        Self { value, _held: None, approved_by: None, run: None }
     }
 
     /// Wraps `value`, which `held` charges to its run's host memory until the arguments drop
     /// (or the value is taken out): for providers, which make a call's value on the host.
     pub fn held(value: JsonValue, held: Held) -> Self {
-        Self { value, _held: Some(held), approved_by: None }
+        Self { value, _held: Some(held), approved_by: None, run: None }
     }
 
     /// Who approved this call, when its function needs approval
@@ -365,6 +367,17 @@ impl BindingArgs {
     /// `"resume"` for a decision a resume brought. For the host's own audit trail.
     pub fn approved_by(&self) -> Option<&str> {
         self.approved_by.as_deref()
+    }
+
+    /// The run that made this call: a number no other run of this process has, the same for
+    /// every call of one run; `None` for arguments made outside a run. For what a host keeps per
+    /// run across calls (a shared record's rotations, say).
+    pub fn run(&self) -> Option<u64> {
+        self.run
+    }
+
+    pub(crate) fn in_run(&mut self, run: u64) {
+        self.run = Some(run);
     }
 
     pub(crate) fn approve(&mut self, by: &str) {

@@ -313,6 +313,45 @@ fn a_rotating_record_moves_a_full_file_aside_and_goes_on() {
     assert_eq!(recorder.write_error(), None);
 }
 
+/// A program cannot erase what a shared record holds of other runs: a run that made the record
+/// rotate once is refused a second rotation (its call ends its run as `output-limit`), so the
+/// lines another run wrote before the first rotation stay in `<path>.1`. Another run may rotate
+/// again, and a run's calls that fit go on.
+#[test]
+fn one_run_cannot_rotate_a_shared_record_twice() {
+    let scratch = Scratch::new("record-rotate-twice");
+    let path = scratch.0.join("calls.jsonl");
+    let aside = scratch.0.join("calls.jsonl.1");
+    let recorder = Recorder::file(&path, 300, Rotation::Rotate).unwrap();
+    let line = |run: u64, n: usize| {
+        // About 130 bytes a line: two fit.
+        let args = json!({ "run": run, "n": n, "pad": "p".repeat(4) });
+        recorder.start_in(Some(run), "tools", "echo", &args).unwrap().finish(&Ok(json!(null)))
+    };
+    // Another client's run is recorded first.
+    assert_eq!(line(1, 0), Ok(()));
+    // The program's run fills the file, rotates it once, fills the fresh one...
+    let mut refused = None;
+    for n in 0..10 {
+        if let Err(full) = line(2, n) {
+            refused = Some((n, full));
+            break;
+        }
+    }
+    let (n, full) = refused.expect("a second rotation is refused");
+    assert!(full.to_string().contains("reached its bound of 300 bytes"), "{full}");
+    assert_eq!(n, 3, "the first rotation was allowed, at line 1");
+    // ...and the other run's line is still there, in the file set aside.
+    let before = std::fs::read_to_string(&aside).unwrap();
+    assert!(before.contains(r#""run":1"#), "{before}");
+    // The refusal is the run's alone: other runs' calls go on, each making the record rotate
+    // once where it needs to.
+    for run in 3..7 {
+        assert_eq!(line(run, 0), Ok(()), "run {run}");
+        assert_eq!(line(run, 1), Ok(()), "run {run}");
+    }
+}
+
 fn command(argv: &[&str], extra: JsonValue) -> CodeBindingNamespace {
     let mut behaviour = json!({"command": argv});
     if let (Some(behaviour), Some(extra)) = (behaviour.as_object_mut(), extra.as_object()) {

@@ -174,6 +174,9 @@ pub(crate) struct Calls {
     made_per_function: Vec<u64>,
     /// The span every call's span is a child of.
     run_span: tracing::Span,
+    /// The run's number in this process, which every call's arguments carry
+    /// ([`BindingArgs::run`]).
+    run: u64,
 }
 
 /// The call budgets of one run, from its [`Limits`].
@@ -199,6 +202,10 @@ impl Calls {
             made: 0,
             made_per_function: vec![0; functions],
             run_span,
+            run: {
+                static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -269,7 +276,8 @@ impl Calls {
     }
 
     /// Runs the closure of an admitted call.
-    fn launch(&mut self, id: CallId, function: FunctionId, args: BindingArgs) {
+    fn launch(&mut self, id: CallId, function: FunctionId, mut args: BindingArgs) {
+        args.in_run(self.run);
         let table = self.table.clone();
         let Some(entry) = self.table.entry(function) else { return };
         let span = tracing::info_span!(
