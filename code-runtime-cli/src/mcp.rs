@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use code_runtime_mcp::{Control, Error, McpConfig, Options, Transport};
 
@@ -51,6 +52,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", value_parser = positive, allow_hyphen_values = true)]
     max_concurrent_runs: Option<usize>,
 }
+
+/// Where, in `--spent-checkpoints`' directory, paused runs' checkpoints too large to send back
+/// are kept (`code_runtime_mcp::KeptFiles`); not a signature, so never a spent mark's name.
+const KEPT_DIR: &str = "kept";
 
 /// `--spent-checkpoints`' directory, made (for this user alone) if it is not there, refused
 /// now if it cannot be written rather than at the first resume.
@@ -139,15 +144,28 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
                 .to_owned(),
         ));
     }
-    let spent_checkpoints = match args.spent_checkpoints {
-        Some(dir) => Some(crate::approvals::spent_checkpoints_in(usable_dir(dir)?)),
-        None => crate::approvals::spent_checkpoints(),
+    // Checkpoints too large to send back are kept beside the spent ones: where replicas share
+    // them, they share these.
+    let (spent_checkpoints, kept) = match args.spent_checkpoints {
+        Some(dir) => {
+            let dir = usable_dir(dir)?;
+            (Some(crate::approvals::spent_checkpoints_in(dir.clone())), Some(dir.join(KEPT_DIR)))
+        }
+        None => (
+            crate::approvals::spent_checkpoints(),
+            code_runtime_sandbox::cache::user_dir().map(|dir| dir.join("kept-checkpoints")),
+        ),
     };
+    let kept_checkpoints = kept.map(|dir| {
+        Arc::new(code_runtime_mcp::KeptFiles::new(dir))
+            as Arc<dyn code_runtime_mcp::KeptCheckpoints>
+    });
     let options = Options {
         recorder,
         max_concurrent_runs: args.max_concurrent_runs,
         checkpoint_key,
         spent_checkpoints,
+        kept_checkpoints,
     };
     let mut providers = Vec::new();
     for spec in config.provider_specs() {

@@ -17,9 +17,11 @@ mod config;
 mod description;
 mod expansion;
 mod http_service;
+mod kept;
 mod listener;
 mod lookup;
 mod metrics;
+mod oversized;
 mod passthrough;
 mod redaction;
 mod relay;
@@ -40,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::Fallback;
 pub use crate::config::McpConfig;
 pub use crate::description::packages_line;
+pub use crate::kept::{KEPT_FOR, KEPT_OVER_BYTES, KeptCheckpoints, KeptFiles, KeptInMemory};
 use crate::metrics::Metrics;
 use crate::passthrough::Passthrough;
 use crate::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes, Serving};
@@ -77,7 +80,15 @@ pub struct Options {
     /// Where resumed checkpoints are remembered, so each is resumed once (shared by replicas
     /// that share a key); `None`: this process remembers.
     pub spent_checkpoints: Option<Arc<dyn SpentCheckpoints>>,
+    /// Where paused runs' checkpoints too large to travel are kept, and found by their handle
+    /// (shared by replicas that share a key: [`KeptFiles`] on their shared volume); `None`: in
+    /// this process's memory, at most [`KEPT_IN_MEMORY_BYTES`].
+    pub kept_checkpoints: Option<Arc<dyn KeptCheckpoints>>,
 }
+
+/// The most a gateway keeps of paused runs' checkpoints in its memory when it is given no
+/// store ([`Options::kept_checkpoints`]); the oldest go first.
+pub const KEPT_IN_MEMORY_BYTES: usize = 256 << 20;
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,6 +96,7 @@ impl std::fmt::Debug for Options {
             .field("max_concurrent_runs", &self.max_concurrent_runs)
             .field("checkpoint_key", &self.checkpoint_key.is_some())
             .field("spent_checkpoints", &self.spent_checkpoints.is_some())
+            .field("kept_checkpoints", &self.kept_checkpoints.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -249,6 +261,10 @@ async fn serve_upstreams(
         fallback: config.approval_fallback,
         key: options.checkpoint_key.clone().filter(|_| config.approval_fallback == Fallback::Pause),
         spent: options.spent_checkpoints.clone(),
+        kept: options
+            .kept_checkpoints
+            .clone()
+            .unwrap_or_else(|| Arc::new(KeptInMemory::new(KEPT_IN_MEMORY_BYTES))),
         record: options.recorder.clone(),
     };
     // A drain waits for runs up to their wall clock, and for the approvals they wait on.
@@ -297,7 +313,10 @@ async fn serve_stdio(server: CodeModeServer, control: Control) -> Result<(), Err
         })
     };
     let running = server
-        .serve_with_ct(rmcp::transport::stdio(), stop.clone())
+        .serve_with_ct(
+            (oversized::BoundedLines::new(tokio::io::stdin()), tokio::io::stdout()),
+            stop.clone(),
+        )
         .await
         .map_err(|error| Error::Failed(format!("the MCP session did not start: {error}")));
     let outcome = match running {

@@ -34,8 +34,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::Deserialize;
 
 use crate::approval::{ClientApprover, Fallback};
+use crate::kept::{self, KeptCheckpoints};
 use crate::lookup;
 use crate::metrics::Metrics;
+use crate::oversized;
 use crate::passthrough::Passthrough;
 use crate::relay::Downstream;
 
@@ -59,6 +61,8 @@ pub(crate) struct ApprovalSetup {
     pub(crate) key: Option<CheckpointKey>,
     /// Where resumed checkpoints are remembered; `None`: this process remembers.
     pub(crate) spent: Option<Arc<dyn SpentCheckpoints>>,
+    /// Where checkpoints too large to travel are kept (`kept.rs`).
+    pub(crate) kept: Arc<dyn KeptCheckpoints>,
     /// The `--record` file, where each call the user denied gets its line (the others are
     /// recorded by their upstream binding).
     pub(crate) record: Recorder,
@@ -228,6 +232,23 @@ impl CodeModeServer {
     ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
         Box::pin(async move {
             let invalid = |why: String| ErrorData::invalid_params(why, None);
+            if let Some(signature) = kept::handle(&arguments.checkpoint) {
+                let store = self.inner.approval.kept.clone();
+                let signature = signature.to_owned();
+                let found = lookup::off_the_executor(move || store.read(&signature)).await?;
+                // Like a checkpoint refused, the model's to read: a failed tool result.
+                let Some(text) = found.map_err(invalid)? else {
+                    let why = format!(
+                        "no checkpoint is kept under this handle: it is resumed by the server \
+                         that paused the run (or a replica sharing its store) for {} hours",
+                        kept::KEPT_FOR.as_secs() / 3600
+                    );
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+                };
+                let checkpoint =
+                    Checkpoint::from_json(&text).map_err(|e| invalid(e.to_string()))?;
+                return self.resume(checkpoint, &arguments, context).await;
+            }
             let checkpoint = match &arguments.checkpoint {
                 serde_json::Value::String(text) => Checkpoint::from_json(text),
                 object @ serde_json::Value::Object(_) => {
@@ -236,13 +257,23 @@ impl CodeModeServer {
                 _ => return Err(invalid("resume_run's checkpoint is the paused run's".into())),
             }
             .map_err(|error| invalid(error.to_string()))?;
-            let runtime = self.runtime(checkpoint.language())?;
-            let request = CodeRunRequest {
-                resume: CodeRunRequest::resuming(checkpoint, arguments.decisions()).resume,
-                ..self.inner.catalogue.request(String::new())
-            };
-            self.execute(runtime, request, context).await
+            self.resume(checkpoint, &arguments, context).await
         })
+    }
+
+    /// Runs `checkpoint` on with the decisions of `arguments`.
+    async fn resume(
+        &self,
+        checkpoint: Checkpoint,
+        arguments: &ResumeRun,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let runtime = self.runtime(checkpoint.language())?;
+        let request = CodeRunRequest {
+            resume: CodeRunRequest::resuming(checkpoint, arguments.decisions()).resume,
+            ..self.inner.catalogue.request(String::new())
+        };
+        self.execute(runtime, request, context).await
     }
 
     /// Runs `request` on `runtime`: its logs go out as notifications, its calls that need
@@ -270,6 +301,18 @@ impl CodeModeServer {
         let result = self.execute_admitted(runtime.clone(), request, context).await;
         metrics.run_ended(runtime.language().as_str(), result.as_ref().ok(), started.elapsed());
         match result {
+            Ok(result) if result.paused().is_some() => {
+                // Encoding and keeping a checkpoint of hundreds of megabytes takes a while.
+                let store = self.inner.approval.kept.clone();
+                let text = lookup::off_the_executor(move || kept::paused_text(&result, &*store));
+                Ok(match text.await? {
+                    Ok(text) => tool_text(text, true),
+                    Err(why) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "the run paused, and its checkpoint, too large to send, could not be kept: \
+                         {why}"
+                    ))]),
+                })
+            }
             Ok(result) => Ok(tool_result(&result)),
             // A checkpoint refused is the model's to read (it may have edited what it handed
             // back): a failed tool result, not a protocol error.
@@ -475,6 +518,10 @@ impl ServerHandler for CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let router = &self.inner.router;
+        if request.name == oversized::OVERSIZED {
+            let bytes = request.arguments.as_ref().and_then(|arguments| arguments.get("bytes"));
+            return Err(oversized::refusal(bytes.and_then(serde_json::Value::as_u64).unwrap_or(0)));
+        }
         if !router.has_route(&request.name) {
             let names: Vec<&str> = self.inner.tools.iter().map(|tool| tool.name.as_ref()).collect();
             let unknown = json::quote(&request.name);
@@ -488,11 +535,15 @@ impl ServerHandler for CodeModeServer {
 /// A run's result as the tool's: its JSON as text and as `structuredContent`; an error when the
 /// run failed (a paused run did not: its result carries the checkpoint `resume_run` takes).
 fn tool_result(result: &CodeRunResult) -> CallToolResult {
-    let text = result.to_json();
+    tool_text(result.to_json(), result.is_ok() || result.paused().is_some())
+}
+
+/// A result's JSON `text` as the tool's, a success or an error.
+fn tool_text(text: String, success: bool) -> CallToolResult {
     // rmcp writes `structuredContent` with serde, one call per level: a value deeper than the
     // serde depth comes back as text only.
     let structured = json::parse(&text).ok().and_then(|value| value.to_serde_json().ok());
-    let mut reply = if result.is_ok() || result.paused().is_some() {
+    let mut reply = if success {
         CallToolResult::success(vec![ContentBlock::text(text)])
     } else {
         CallToolResult::error(vec![ContentBlock::text(text)])
@@ -599,7 +650,7 @@ fn resume_run_tool() -> Tool {
     let schema = json!({
         "type": "object",
         "properties": {
-            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came." },
+            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came: the checkpoint, or the {\"kept\": ...} handle of one the server keeps." },
             "allow": { "type": "array", "items": { "type": "integer" }, "description": "Ids of pending calls the user allows." },
             "deny": {
                 "type": "array",

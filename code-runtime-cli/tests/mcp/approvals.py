@@ -10,6 +10,7 @@ import sys
 
 import anyio
 from mcp import types
+from mcp.shared.exceptions import MCPError
 
 import peers
 from peers import check
@@ -151,6 +152,41 @@ async def paused(config):
               "a server with another key refuses it", refused.content[0].text)
 
 
+async def kept_when_large(config):
+    """A paused result whose checkpoint is too large to send (every answer a run got is in it)
+    comes back small, with a handle the server keeps it under; resume_run takes the handle. A
+    request longer than stdio carries gets an error, never silence."""
+    env = {"CODE_RUNTIME_CHECKPOINT_KEY": KEY}
+    program = """
+    let echoed = 0;
+    for (let i = 0; i < 20; i++) echoed += (await everything.echo({ message: "x".repeat(1 << 20) })).length;
+    return { echoed, sum: await everything["get-sum"]({ a: 1, b: 2 }) };
+    """
+    async with peers.session(BINARY, config, "stdio", env=env) as client:
+        result = await client.call_tool("run_code", {"code": program, "language": "typescript"})
+        text = result.content[0].text
+        paused = json.loads(text).get("paused", {})
+        handle = paused.get("checkpoint", {})
+        check(not result.is_error and len(text) < 64 << 10 and list(handle) == ["kept"] and len(handle["kept"]) == 64
+              and paused["pending"][0]["function"] == "get-sum",
+              "a checkpoint of 40 MB stays on the server: the paused result is small, with a handle", text[:300])
+        resumed = await client.call_tool("resume_run", {"checkpoint": handle, "allow": [paused["pending"][0]["id"]]})
+        final = json.loads(resumed.content[0].text)
+        check(not resumed.is_error and final.get("value") == {"echoed": 20 * ((1 << 20) + 6), "sum": "The sum of 1 and 2 is 3."},
+              "resume_run takes the handle, and the run completes", resumed.content[0].text[:300])
+        forged = await client.call_tool("resume_run", {"checkpoint": {"kept": "ab" * 32}, "allow": [1]})
+        check(forged.is_error and "no checkpoint is kept under this handle" in str(forged.content[0].text),
+              "a handle nothing is kept under is refused", forged.content[0].text)
+        try:
+            with anyio.fail_after(120):
+                await client.call_tool("resume_run", {"checkpoint": "x" * (17 << 20)})
+            check(False, "a request longer than stdio carries is answered")
+        except MCPError as error:
+            check("longer than the 16777216 bytes" in str(error), "it is answered with an error naming the bound", str(error))
+        is_error, after = await run(client, "return 6 * 7")
+        check(not is_error and after["value"] == 42, "and the session goes on", after)
+
+
 async def main():
     scratch = peers.scratch_dir()
     everything = {"command": peers.everything_command(), "approval": ["get-s*"]}
@@ -161,6 +197,7 @@ async def main():
     await without_elicitation(config)
     pausing = peers.write_config(scratch, servers, extra={"approvalFallback": "pause"})
     await paused(pausing)
+    await kept_when_large(pausing)
     print("all approval checks passed")
 
 
