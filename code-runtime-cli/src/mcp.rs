@@ -135,14 +135,21 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     } else {
         None
     };
-    // A key given by file is one that replicas share: a checkpoint signed with it resumes on
-    // any of them, and once across them only if they share where it is marked spent.
-    if key_file.is_some() && args.spent_checkpoints.is_none() {
-        return Err(Failure::Misuse(
-            "--checkpoint-key needs --spent-checkpoints DIR: replicas that share a key must share \
-             where checkpoints are marked spent, or each would resume a checkpoint once"
-                .to_owned(),
-        ));
+    // A key given by file or by the environment is one that replicas share: a checkpoint signed
+    // with it resumes on any of them, and once across them only if they share where it is
+    // marked spent. (The kept key is this user's, beside this user's spent checkpoints.)
+    let shared_key = match key_file {
+        Some(_) => Some("--checkpoint-key"),
+        None if config.pauses() && std::env::var_os(crate::approvals::KEY_VARIABLE).is_some() => {
+            Some("$CODE_RUNTIME_CHECKPOINT_KEY")
+        }
+        None => None,
+    };
+    if let (Some(given), None) = (shared_key, &args.spent_checkpoints) {
+        return Err(Failure::Misuse(format!(
+            "{given} needs --spent-checkpoints DIR: replicas that share a key must share where \
+             checkpoints are marked spent, or each would resume a checkpoint once"
+        )));
     }
     // Checkpoints too large to send back are kept beside the spent ones: where replicas share
     // them, they share these.

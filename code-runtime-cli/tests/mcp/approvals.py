@@ -18,6 +18,9 @@ from peers import check
 BINARY = sys.argv[1]
 KEY = "6b6579206f6620636f64652d72756e74696d652074657374732121"
 OTHER_KEY = "00112233445566778899aabbccddeeff"
+# A key that outlives the server (here, from its environment) needs a spent store given to it:
+# the one replicas would share. Set in `main`.
+SPENT = []
 
 
 async def run(client, code, language="typescript"):
@@ -114,7 +117,7 @@ async def without_elicitation(config):
 
 async def paused(config):
     env = {"CODE_RUNTIME_CHECKPOINT_KEY": KEY}
-    async with peers.session(BINARY, config, "stdio", env=env) as client:
+    async with peers.session(BINARY, config, "stdio", env=env, extra=SPENT) as client:
         tools = sorted(tool.name for tool in (await client.list_tools()).tools)
         check("resume_run" in tools, "the pause fallback offers resume_run", tools)
         is_error, result = await run(client, PROGRAM)
@@ -132,7 +135,7 @@ async def paused(config):
         check(refused.is_error and "signature does not verify" in refused.content[0].text,
               "an edited checkpoint is refused", refused.content[0].text)
     # Another server holding the key resumes it; one with another key does not.
-    async with peers.session(BINARY, config, "stdio", env=env) as client:
+    async with peers.session(BINARY, config, "stdio", env=env, extra=SPENT) as client:
         resumed = await client.call_tool("resume_run", {
             "checkpoint": again["paused"]["checkpoint"],
             "deny": [{"id": 3, "reason": "not today"}],
@@ -146,10 +149,20 @@ async def paused(config):
         final = json.loads(resumed.content[0].text)
         check(final["value"]["sums"] == ["The sum of 1 and 10 is 11.", "denied: not today", "The sum of 3 and 10 is 13."],
               "the decisions apply, and the run completes", final)
-    async with peers.session(BINARY, config, "stdio", env={"CODE_RUNTIME_CHECKPOINT_KEY": OTHER_KEY}) as client:
+    async with peers.session(BINARY, config, "stdio", env={"CODE_RUNTIME_CHECKPOINT_KEY": OTHER_KEY}, extra=SPENT) as client:
         refused = await client.call_tool("resume_run", {"checkpoint": checkpoint, "allow": [2]})
         check(refused.is_error and "signature does not verify" in refused.content[0].text,
               "a server with another key refuses it", refused.content[0].text)
+
+
+async def a_kept_key_needs_a_spent_store(config):
+    """A key from the environment (shared, like a file's) without --spent-checkpoints is refused
+    at start: each replica would resume a checkpoint once."""
+    completed = await anyio.run_process([BINARY, "mcp", "--config", config], check=False,
+                                        env={**os.environ, "CODE_RUNTIME_CHECKPOINT_KEY": KEY})
+    stderr = completed.stderr.decode()
+    check(completed.returncode == 2 and "needs --spent-checkpoints DIR" in stderr and KEY not in stderr,
+          "a shared key without a shared spent store is misuse", stderr)
 
 
 async def kept_when_large(config):
@@ -162,7 +175,7 @@ async def kept_when_large(config):
     for (let i = 0; i < 20; i++) echoed += (await everything.echo({ message: "x".repeat(1 << 20) })).length;
     return { echoed, sum: await everything["get-sum"]({ a: 1, b: 2 }) };
     """
-    async with peers.session(BINARY, config, "stdio", env=env) as client:
+    async with peers.session(BINARY, config, "stdio", env=env, extra=SPENT) as client:
         result = await client.call_tool("run_code", {"code": program, "language": "typescript"})
         text = result.content[0].text
         paused = json.loads(text).get("paused", {})
@@ -196,8 +209,10 @@ async def main():
     await elicited(config, scratch)
     await without_elicitation(config)
     pausing = peers.write_config(scratch, servers, extra={"approvalFallback": "pause"})
+    SPENT.extend(["--spent-checkpoints", os.path.join(scratch, "spent")])
     await paused(pausing)
     await kept_when_large(pausing)
+    await a_kept_key_needs_a_spent_store(pausing)
     print("all approval checks passed")
 
 

@@ -79,12 +79,18 @@ async def record(scratch):
     path = os.path.join(scratch, "calls.jsonl")
     extra = ["--record", path, "--record-max-bytes", "2000"]
     async with peers.session(BINARY, config, "stdio", extra=extra) as client:
-        # One run writes far more than the bound...
-        greedy = value(await client.call_tool("run_code", {"code": """
+        first = value(await client.call_tool("run_code", {"code": "return await secrets.echo({ text: 'first' })"}))
+        check(first["value"] == "first", "an earlier run is recorded", first)
+        # One run writes far more than the bound: it may make the record rotate once, and its
+        # call that would make it rotate again (erasing the earlier run's line) ends it.
+        greedy = await client.call_tool("run_code", {"code": """
 for (let i = 0; i < 60; i++) await secrets.echo({ text: 'x'.repeat(100) });
-return 'done'"""}))
-        check(greedy["value"] == "done", "a run whose calls outgrow the record goes on", greedy)
-        # ...and every later run of every client is still served and recorded.
+return 'done'"""})
+        ended = json.loads(greedy.content[0].text)
+        check(greedy.is_error and ended["error"]["kind"] == "output-limit" and "reached its bound of 2000 bytes" in ended["error"]["message"],
+              "a run whose calls would rotate the record twice ends as output-limit", ended)
+        check("first" in open(path + ".1").read(), "and the earlier run's line is still recorded", open(path + ".1").read()[:300])
+        # Every later run of every client is still served and recorded.
         for n in range(3):
             later = value(await client.call_tool("run_code", {"code": "return await secrets.echo({ text: 'later-%d' })" % n}))
             check(later["value"] == "later-%d" % n, "a later run is served", later)
