@@ -625,8 +625,9 @@ unsafe fn become_program(plan: &Plan, spawn: &Spawn, fds: &Fds) -> Result<(), Fa
 /// Only in the worker, every layer on, in a copy of a single-threaded process.
 unsafe fn call(plan: &Plan, spawn: &Spawn, entry: fn() -> libc::c_int) -> ! {
     // SAFETY: plain system calls and writes to this copy's own memory; then the program, which
-    // owns this process.
+    // owns this process. This frame never returns: `reseed`'s promise.
     unsafe {
+        crate::reseed::reseed();
         retitle(plan, spawn);
         // Dumpable, as `exec` would have made it (the init's flag came with the fork): its
         // memory is the spawner's user namespace's, not the cell's, so an unprivileged host

@@ -83,6 +83,7 @@ mod message;
 mod mounts;
 mod plan;
 mod probe;
+mod reseed;
 mod run_init;
 mod seccomp;
 mod spawner;

@@ -511,6 +511,23 @@ fn threads_of(pid: &str) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// The 16 bytes `AT_RANDOM` points at in `pid` (from which the C library drew its canary and
+/// pointer guard), in hexadecimal; `None` when its memory is closed to this process.
+fn at_random(pid: &str) -> Option<String> {
+    use std::io::{Read as _, Seek as _};
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    let words: Vec<u64> = auxv
+        .chunks_exact(8)
+        .map(|word| u64::from_ne_bytes(word.try_into().expect("8 bytes")))
+        .collect();
+    let address = words.chunks_exact(2).find(|pair| pair[0] == libc::AT_RANDOM)?[1];
+    let mut mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    mem.seek(std::io::SeekFrom::Start(address)).ok()?;
+    let mut bytes = [0u8; 16];
+    mem.read_exact(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 /// The start addresses of `pid`'s anonymous mappings of 1 GiB or more: V8's reservations (its
 /// heap's cage, its code range), which a cell makes after it starts; `None` when the map is
 /// closed to this process.
@@ -575,14 +592,17 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
                         "shared": relocated_kb(pid, &path, "Shared_Dirty:"),
                         "reservations": large_reservations(pid),
                         "threads": threads_of(pid),
+                        "random": at_random(pid),
                     })
                 })
                 .collect();
             // A permit, should the first run's call come after this.
             gate.notify_one();
-            Ok(
-                json!({"spawner_private": relocated_kb(&spawner, &path, "Private_Dirty:"), "copies": seen}),
-            )
+            Ok(json!({
+                "spawner_private": relocated_kb(&spawner, &path, "Private_Dirty:"),
+                "spawner_random": at_random(&spawner),
+                "copies": seen,
+            }))
         }
     });
     let namespace = tools().function("look", look);
@@ -600,6 +620,8 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
     assert!(copies.len() >= 2, "{seen}");
     let cell_argv = json!([executable.0.to_string_lossy(), "--code-runtime-v8-cell"]);
     let mut reservations = Vec::new();
+    let mut randoms = vec![seen["spawner_random"].clone()];
+    assert!(randoms[0].is_string(), "{seen}");
     for copy in copies {
         // It reads as the cell `exec` would have started.
         assert_eq!(copy["argv"], cell_argv, "{seen}");
@@ -616,6 +638,10 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
         // worker pool of V8's choosing would add one per processor but one), and the main
         // thread, which waits for it (named after the executable, cut to 15 bytes as well).
         assert_eq!(copy["threads"], json!(["code-runtime-v8", "code-runtime-v8"]), "{seen}");
+        // Its secrets of the C library are its own (`reseed.rs`): the `AT_RANDOM` bytes, drawn
+        // with the canary and the pointer guard, differ from the spawner's and each other's.
+        assert!(copy["random"].is_string(), "{seen}");
+        randoms.push(copy["random"].clone());
         let own = copy["reservations"].as_array().unwrap();
         assert!(!own.is_empty(), "{seen}");
         reservations.extend(own.iter().cloned());
@@ -625,6 +651,10 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
     reservations.sort_by_key(|start| start.as_u64());
     reservations.dedup();
     assert_eq!(reservations.len(), count, "{seen}");
+    let count = randoms.len();
+    randoms.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    randoms.dedup();
+    assert_eq!(randoms.len(), count, "{seen}");
     // Nor their randomness.
     assert_ne!(value(&first)[1], value(&second)[1]);
     tokio().block_on(runtime.dispose());
