@@ -185,13 +185,21 @@ pub(crate) fn closed_to_others(metadata: &std::fs::Metadata, access: Access) -> 
     if mode & other != 0 {
         return Err(format!("{verb} by every user (mode {mode:o}): chmod o-{letter} it"));
     }
-    if mode & group != 0 && metadata.gid() != gid {
+    if mode & group != 0 && metadata.gid() != gid && !in_group(metadata.gid()) {
         return Err(format!(
             "{verb} by group {}, which is not this user's own (gid {gid}): chmod g-{letter} it",
             metadata.gid()
         ));
     }
     Ok(())
+}
+
+/// Whether this process is in group `gid` besides its effective one (a pod's `fsGroup`, say).
+fn in_group(gid: libc::gid_t) -> bool {
+    let mut groups = [0 as libc::gid_t; 256];
+    // SAFETY: getgroups writes at most the buffer's length of group ids into the buffer we own.
+    let count = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    usize::try_from(count).is_ok_and(|count| groups[..count.min(groups.len())].contains(&gid))
 }
 
 /// The key in `path`, made there (readable by this user only) if there is none.

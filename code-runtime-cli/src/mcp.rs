@@ -79,6 +79,61 @@ fn usable_dir(dir: PathBuf) -> Result<PathBuf, Failure> {
     Ok(dir)
 }
 
+/// What the gateway keeps of paused runs: the key that signs their checkpoints, where resumed
+/// ones are marked spent, and where those too large to send back are kept.
+type Checkpoints = (
+    Option<code_runtime::CheckpointKey>,
+    Option<Arc<dyn code_runtime::SpentCheckpoints>>,
+    Option<Arc<dyn code_runtime_mcp::KeptCheckpoints>>,
+);
+
+/// [`Checkpoints`] from the command line and the environment, each refused now if unusable.
+fn checkpoints(args: &Args, config: &McpConfig) -> Result<Checkpoints, Failure> {
+    // A server that pauses runs signs their checkpoints; any replica with the same key
+    // (`$CODE_RUNTIME_CHECKPOINT_KEY`) resumes them.
+    // The key file is read (and refused if unusable) whether or not the config pauses, so a
+    // replica's mistake shows at its start, not at the first paused run of another config.
+    let key_file = args.checkpoint_key.as_deref();
+    let checkpoint_key = if config.pauses() || key_file.is_some() {
+        Some(crate::approvals::checkpoint_key(key_file)?)
+    } else {
+        None
+    };
+    // A key given by file or by the environment is one that replicas share: a checkpoint signed
+    // with it resumes on any of them, and once across them only if they share where it is
+    // marked spent. (The kept key is this user's, beside this user's spent checkpoints.)
+    let shared_key = match key_file {
+        Some(_) => Some("--checkpoint-key"),
+        None if config.pauses() && std::env::var_os(crate::approvals::KEY_VARIABLE).is_some() => {
+            Some("$CODE_RUNTIME_CHECKPOINT_KEY")
+        }
+        None => None,
+    };
+    if let (Some(given), None) = (shared_key, &args.spent_checkpoints) {
+        return Err(Failure::Misuse(format!(
+            "{given} needs --spent-checkpoints DIR: replicas that share a key must share where \
+             checkpoints are marked spent, or each would resume a checkpoint once"
+        )));
+    }
+    // Checkpoints too large to send back are kept beside the spent ones: where replicas share
+    // them, they share these.
+    let (spent_checkpoints, kept) = match args.spent_checkpoints.clone() {
+        Some(dir) => {
+            let dir = usable_dir(dir)?;
+            (Some(crate::approvals::spent_checkpoints_in(dir.clone())), Some(dir.join(KEPT_DIR)))
+        }
+        None => (
+            crate::approvals::spent_checkpoints(),
+            code_runtime_sandbox::cache::user_dir().map(|dir| dir.join("kept-checkpoints")),
+        ),
+    };
+    let kept_checkpoints = kept.map(|dir| {
+        Arc::new(code_runtime_mcp::KeptFiles::new(dir))
+            as Arc<dyn code_runtime_mcp::KeptCheckpoints>
+    });
+    Ok((checkpoint_key, spent_checkpoints, kept_checkpoints))
+}
+
 /// `--max-concurrent-runs`' value.
 fn positive(text: &str) -> Result<usize, String> {
     text.parse()
@@ -125,48 +180,7 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     // Every run of every client shares the record: a full file is moved aside, never left full.
     let rotation = code_runtime_fixtures::Rotation::Rotate;
     let recorder = crate::run::recorder(args.record.as_deref(), args.record_max_bytes, rotation)?;
-    // A server that pauses runs signs their checkpoints; any replica with the same key
-    // (`$CODE_RUNTIME_CHECKPOINT_KEY`) resumes them.
-    // The key file is read (and refused if unusable) whether or not the config pauses, so a
-    // replica's mistake shows at its start, not at the first paused run of another config.
-    let key_file = args.checkpoint_key.as_deref();
-    let checkpoint_key = if config.pauses() || key_file.is_some() {
-        Some(crate::approvals::checkpoint_key(key_file)?)
-    } else {
-        None
-    };
-    // A key given by file or by the environment is one that replicas share: a checkpoint signed
-    // with it resumes on any of them, and once across them only if they share where it is
-    // marked spent. (The kept key is this user's, beside this user's spent checkpoints.)
-    let shared_key = match key_file {
-        Some(_) => Some("--checkpoint-key"),
-        None if config.pauses() && std::env::var_os(crate::approvals::KEY_VARIABLE).is_some() => {
-            Some("$CODE_RUNTIME_CHECKPOINT_KEY")
-        }
-        None => None,
-    };
-    if let (Some(given), None) = (shared_key, &args.spent_checkpoints) {
-        return Err(Failure::Misuse(format!(
-            "{given} needs --spent-checkpoints DIR: replicas that share a key must share where \
-             checkpoints are marked spent, or each would resume a checkpoint once"
-        )));
-    }
-    // Checkpoints too large to send back are kept beside the spent ones: where replicas share
-    // them, they share these.
-    let (spent_checkpoints, kept) = match args.spent_checkpoints {
-        Some(dir) => {
-            let dir = usable_dir(dir)?;
-            (Some(crate::approvals::spent_checkpoints_in(dir.clone())), Some(dir.join(KEPT_DIR)))
-        }
-        None => (
-            crate::approvals::spent_checkpoints(),
-            code_runtime_sandbox::cache::user_dir().map(|dir| dir.join("kept-checkpoints")),
-        ),
-    };
-    let kept_checkpoints = kept.map(|dir| {
-        Arc::new(code_runtime_mcp::KeptFiles::new(dir))
-            as Arc<dyn code_runtime_mcp::KeptCheckpoints>
-    });
+    let (checkpoint_key, spent_checkpoints, kept_checkpoints) = checkpoints(&args, &config)?;
     let options = Options {
         recorder,
         max_concurrent_runs: args.max_concurrent_runs,

@@ -366,7 +366,8 @@ impl Recorder {
                         let denied = BindingError::new(catalogue::denied(reason));
                         let call = (request.namespace.as_str(), request.function.as_str());
                         // A full record file cannot end the run from a sink; the line is dropped.
-                        let _ = recorder.denied(call, &request.args, &denied, by);
+                        let run = Some(request.run);
+                        let _ = recorder.denied_in(run, call, &request.args, &denied, by);
                     }
                 }
                 RunEvent::ApprovalDecided { id, .. } => {
@@ -385,12 +386,29 @@ impl Recorder {
     /// [`RecordFull`], as [`Recording::finish`].
     pub fn denied(
         &self,
+        call: (&str, &str),
+        args: &Value,
+        rejection: &BindingError,
+        by: &str,
+    ) -> Result<(), RecordFull> {
+        self.denied_in(None, call, args, rejection, by)
+    }
+
+    /// [`denied`](Recorder::denied) for a call of `run`, whose lines never rotate the record
+    /// twice, denials included.
+    ///
+    /// # Errors
+    ///
+    /// [`RecordFull`], as [`Recording::finish`].
+    pub fn denied_in(
+        &self,
+        run: Option<u64>,
         (namespace, function): (&str, &str),
         args: &Value,
         rejection: &BindingError,
         by: &str,
     ) -> Result<(), RecordFull> {
-        let Some(recording) = self.start(namespace, function, args) else { return Ok(()) };
+        let Some(recording) = self.start_in(run, namespace, function, args) else { return Ok(()) };
         recording.approved("deny", by).finish(&Err(rejection.clone()))
     }
 
@@ -441,17 +459,11 @@ impl Recording {
                     Ok(value) => Ok(value.clone()),
                     Err(error) => Err((error.message().to_owned(), error.data().cloned())),
                 };
-                let (namespace, function) = (self.namespace, self.function);
-                let approval = self.approval;
-                records.push(CallRecord {
-                    namespace,
-                    function,
-                    args,
-                    outcome,
-                    started,
-                    duration,
-                    approval,
-                });
+                let (namespace, function, approval) =
+                    (self.namespace, self.function, self.approval);
+                let record =
+                    CallRecord { namespace, function, args, outcome, started, duration, approval };
+                records.push(record);
                 Ok(())
             }
             (
@@ -487,12 +499,7 @@ impl Recording {
                             Ok(fresh) => {
                                 *sink = Box::new(fresh);
                                 *written = 0;
-                                if let Some(run) = self.run {
-                                    if rotated_by.len() == ROTATIONS_KEPT {
-                                        rotated_by.pop_front();
-                                    }
-                                    rotated_by.push_back(run);
-                                }
+                                remember(rotated_by, self.run);
                             }
                             Err(failure) => {
                                 error.get_or_insert_with(|| failure.to_string());
@@ -518,6 +525,15 @@ impl Recording {
             (Place::Kept(_), Part::Line(_)) | (Place::Written { .. }, Part::Args(_)) => Ok(()),
         }
     }
+}
+
+/// Remembers that `run` made the record rotate, forgetting the oldest past [`ROTATIONS_KEPT`].
+fn remember(rotated_by: &mut VecDeque<u64>, run: Option<u64>) {
+    let Some(run) = run else { return };
+    if rotated_by.len() == ROTATIONS_KEPT {
+        rotated_by.pop_front();
+    }
+    rotated_by.push_back(run);
 }
 
 /// Moves the full record at `path` to `<path>.1` (replacing the one there) and starts a fresh

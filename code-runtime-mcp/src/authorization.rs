@@ -516,7 +516,9 @@ async fn legacy_metadata(url: &str) -> Result<AuthorizationMetadata, AuthError> 
         .timeout(Duration::from_secs(30))
         .build()?;
     let response = client.get(at.clone()).send().await?.error_for_status()?;
-    let metadata: AuthorizationMetadata = response.json().await?;
+    let metadata: AuthorizationMetadata = crate::bounded::json(response, MAX_METADATA_BYTES)
+        .await
+        .map_err(|why| AuthError::MetadataError(format!("{at}: {why}")))?;
     let http = |endpoint: &str| {
         url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
     };
@@ -525,6 +527,10 @@ async fn legacy_metadata(url: &str) -> Result<AuthorizationMetadata, AuthError> 
     }
     Ok(metadata)
 }
+
+/// The largest authorization server metadata document read: a few kilobytes in practice. What
+/// a server sends past it is not read (nor held, nor parsed on the threads serving clients).
+const MAX_METADATA_BYTES: usize = 1 << 20;
 
 /// A manager for the server at `url`, keeping its tokens in `file`.
 async fn manager(url: &str, file: Option<&Path>) -> Result<AuthorizationManager, String> {

@@ -26,8 +26,15 @@ pub const KEPT_OVER_BYTES: usize = 256 << 10;
 /// How long a kept checkpoint can be resumed: a day, for a user to decide.
 pub const KEPT_FOR: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Where checkpoints too large to travel are kept, by signature. Replicas that resume each
-/// other's checkpoints share one ([`KeptFiles`] on a shared volume).
+/// The most a [`KeptFiles`] store holds, in bytes and in checkpoints; the oldest go first.
+pub const KEPT_FILES_BYTES: u64 = 4 << 30;
+/// See [`KEPT_FILES_BYTES`].
+pub const KEPT_FILES_COUNT: usize = 1000;
+
+/// Where checkpoints too large to travel are kept, by signature, until one `resume_run` takes
+/// each: a handle is good once, so a request of a few bytes never makes the store read a large
+/// checkpoint twice. Replicas that resume each other's checkpoints share one ([`KeptFiles`] on
+/// a shared volume).
 pub trait KeptCheckpoints: Send + Sync {
     /// Keeps `text`, the checkpoint signed `signature`.
     ///
@@ -36,12 +43,13 @@ pub trait KeptCheckpoints: Send + Sync {
     /// It cannot be kept (no room, no disk): the run's result says so.
     fn keep(&self, signature: &str, text: &str) -> Result<(), String>;
 
-    /// The checkpoint signed `signature`, if it is kept (and not expired).
+    /// The checkpoint signed `signature`, taken out of the store, if it is kept (and not
+    /// expired); of two takes at once, one gets it.
     ///
     /// # Errors
     ///
     /// The store cannot be read.
-    fn read(&self, signature: &str) -> Result<Option<String>, String>;
+    fn take(&self, signature: &str) -> Result<Option<String>, String>;
 }
 
 /// Kept checkpoints in this process's memory, at most `max_bytes` of them (the oldest go first):
@@ -73,18 +81,19 @@ impl KeptCheckpoints for KeptInMemory {
         Ok(())
     }
 
-    fn read(&self, signature: &str) -> Result<Option<String>, String> {
-        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(kept
-            .iter()
-            .find(|(kept, _, at)| kept == signature && fresh(*at))
-            .map(|(_, text, _)| text.clone()))
+    fn take(&self, signature: &str) -> Result<Option<String>, String> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = kept.iter().position(|(kept, _, _)| kept == signature) else {
+            return Ok(None);
+        };
+        Ok(kept.remove(at).filter(|(_, _, at)| fresh(*at)).map(|(_, text, _)| text))
     }
 }
 
-/// Kept checkpoints as files `<signature>.json` in a directory (made for this user alone), each
-/// written whole and renamed into place, removed once older than [`KEPT_FOR`] (whenever another
-/// is kept).
+/// Kept checkpoints as files `<signature>.json` in a directory of this user's alone (made so,
+/// and refused when another user could write it), each written whole under a fresh name and
+/// renamed into place, and taken by renaming it away first. At most [`KEPT_FILES_BYTES`] and
+/// [`KEPT_FILES_COUNT`]; older than [`KEPT_FOR`], gone (whenever another is kept).
 pub struct KeptFiles {
     dir: PathBuf,
 }
@@ -94,58 +103,115 @@ impl KeptFiles {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }
+
+    /// The directory, made for this user alone if it is not there; refused if another user
+    /// could write it.
+    fn dir(&self) -> Result<&PathBuf, String> {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+        let failed = |error: std::io::Error| format!("{}: {error}", self.dir.display());
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(failed)?;
+        let metadata = std::fs::symlink_metadata(&self.dir).map_err(failed)?;
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        if !metadata.is_dir() || metadata.uid() != uid || metadata.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{}: not a directory of this user's that only this user can write",
+                self.dir.display()
+            ));
+        }
+        Ok(&self.dir)
+    }
+
+    /// Removes the expired checkpoints, then the oldest until `adding` more bytes fit.
+    fn make_room(&self, dir: &PathBuf, adding: u64) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut kept: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.metadata() else { continue };
+            let at = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if fresh(at) {
+                kept.push((at, metadata.len(), entry.path()));
+            } else {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        kept.sort();
+        let mut held: u64 = kept.iter().map(|(_, len, _)| len).sum();
+        let mut count = kept.len();
+        for (_, len, path) in kept {
+            if held + adding <= KEPT_FILES_BYTES && count < KEPT_FILES_COUNT {
+                break;
+            }
+            let _ = std::fs::remove_file(path);
+            held -= len;
+            count -= 1;
+        }
+    }
 }
 
 impl KeptCheckpoints for KeptFiles {
     fn keep(&self, signature: &str, text: &str) -> Result<(), String> {
         use std::io::Write as _;
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        let failed = |error: std::io::Error| format!("{}: {error}", self.dir.display());
+        use std::os::unix::fs::OpenOptionsExt as _;
         let name = file_name(signature)?;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(failed)?;
-        self.forget_expired();
-        let partial = self.dir.join(format!(".{name}.{}", std::process::id()));
+        if text.len() as u64 > KEPT_FILES_BYTES {
+            return Err(format!("it is larger than the {KEPT_FILES_BYTES} bytes the store holds"));
+        }
+        let dir = self.dir()?;
+        let failed = |error: std::io::Error| format!("{}: {error}", dir.display());
+        self.make_room(dir, text.len() as u64);
+        // A fresh name, made only if nothing (not even a link) is there: replicas share the
+        // directory, and may share a process id in their own namespaces.
+        let partial = dir.join(format!(".{name}.{:016x}", unique()));
         let mut file = std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&partial)
             .map_err(failed)?;
         let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
-        if let Err(error) = written.and_then(|()| std::fs::rename(&partial, self.dir.join(&name))) {
+        if let Err(error) = written.and_then(|()| std::fs::rename(&partial, dir.join(&name))) {
             let _ = std::fs::remove_file(&partial);
             return Err(failed(error));
         }
         Ok(())
     }
 
-    fn read(&self, signature: &str) -> Result<Option<String>, String> {
-        let path = self.dir.join(file_name(signature)?);
-        let fresh_enough = std::fs::metadata(&path)
+    fn take(&self, signature: &str) -> Result<Option<String>, String> {
+        let name = file_name(signature)?;
+        let dir = self.dir()?;
+        // Renamed away first: of two takes at once, one finds it.
+        let taken = dir.join(format!(".{name}.taken.{:016x}", unique()));
+        match std::fs::rename(dir.join(&name), &taken) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(format!("{}: {error}", dir.display())),
+        }
+        let fresh_enough = std::fs::symlink_metadata(&taken)
             .ok()
+            .filter(std::fs::Metadata::is_file)
             .and_then(|metadata| metadata.modified().ok())
             .is_some_and(fresh);
-        if !fresh_enough {
-            return Ok(None);
-        }
-        code_runtime_fixtures::read_text_within(&path, code_runtime::MAX_CHECKPOINT_BYTES as u64)
-            .map(Some)
-            .map_err(|error| error.to_string())
+        let text = fresh_enough.then(|| {
+            let max = code_runtime::MAX_CHECKPOINT_BYTES as u64;
+            code_runtime_fixtures::read_text_within(&taken, max).map_err(|error| error.to_string())
+        });
+        let _ = std::fs::remove_file(&taken);
+        text.transpose()
     }
 }
 
-impl KeptFiles {
-    /// Removes the checkpoints kept longer than [`KEPT_FOR`].
-    fn forget_expired(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
-        for entry in entries.flatten() {
-            let modified = entry.metadata().ok().and_then(|metadata| metadata.modified().ok());
-            if modified.is_some_and(|at| !fresh(at)) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
+/// A number no other name of this store's is likely to have (the file is made only if its name
+/// is free, so a clash fails rather than overwrites).
+fn unique() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
+    hasher.finish()
 }
 
 /// A signature (64 hexadecimal digits) as a file name, never a path.
@@ -199,30 +265,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn files_keep_by_signature_only() {
+    fn files_keep_by_signature_only_and_a_handle_is_taken_once() {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = std::env::temp_dir().join(format!("code-runtime-kept-{}", std::process::id()));
         let files = KeptFiles::new(&dir);
         let signature = "ab".repeat(32);
         files.keep(&signature, "{\"format\":1}").unwrap();
-        assert_eq!(files.read(&signature).unwrap().as_deref(), Some("{\"format\":1}"));
-        assert_eq!(files.read(&"cd".repeat(32)).unwrap(), None);
-        for bad in ["../etc/passwd", "ab", &"zz".repeat(32)] {
-            assert!(files.keep(bad, "x").is_err(), "{bad}");
-            assert!(files.read(bad).is_err(), "{bad}");
-        }
-        use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(dir.join(format!("{signature}.json"))).unwrap().permissions();
         assert_eq!(mode.mode() & 0o777, 0o600);
+        assert_eq!(files.take(&signature).unwrap().as_deref(), Some("{\"format\":1}"));
+        assert_eq!(files.take(&signature).unwrap(), None, "taken once");
+        assert_eq!(files.take(&"cd".repeat(32)).unwrap(), None);
+        for bad in ["../etc/passwd", "ab", &"zz".repeat(32)] {
+            assert!(files.keep(bad, "x").is_err(), "{bad}");
+            assert!(files.take(bad).is_err(), "{bad}");
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing left behind");
+        // A directory others can write is refused.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let refused = files.keep(&signature, "x").unwrap_err();
+        assert!(refused.contains("only this user can write"), "{refused}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
-    fn memory_keeps_the_newest_within_its_bound() {
+    fn memory_keeps_the_newest_within_its_bound_and_a_handle_is_taken_once() {
         let memory = KeptInMemory::new(10);
         memory.keep("a", "12345").unwrap();
         memory.keep("b", "123456").unwrap();
-        assert_eq!(memory.read("a").unwrap(), None, "the oldest went");
-        assert_eq!(memory.read("b").unwrap().as_deref(), Some("123456"));
+        assert_eq!(memory.take("a").unwrap(), None, "the oldest went");
+        assert_eq!(memory.take("b").unwrap().as_deref(), Some("123456"));
+        assert_eq!(memory.take("b").unwrap(), None, "taken once");
         assert!(memory.keep("c", "12345678901").is_err());
     }
 

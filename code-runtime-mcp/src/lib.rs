@@ -13,6 +13,7 @@
 
 mod approval;
 mod authorization;
+mod bounded;
 mod config;
 mod description;
 mod expansion;
@@ -42,7 +43,10 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::Fallback;
 pub use crate::config::McpConfig;
 pub use crate::description::packages_line;
-pub use crate::kept::{KEPT_FOR, KEPT_OVER_BYTES, KeptCheckpoints, KeptFiles, KeptInMemory};
+pub use crate::kept::{
+    KEPT_FILES_BYTES, KEPT_FILES_COUNT, KEPT_FOR, KEPT_OVER_BYTES, KeptCheckpoints, KeptFiles,
+    KeptInMemory,
+};
 use crate::metrics::Metrics;
 use crate::passthrough::Passthrough;
 use crate::server::{ApprovalSetup, Catalogue, CodeModeServer, Runtimes, Serving};

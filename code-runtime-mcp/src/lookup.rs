@@ -9,8 +9,6 @@ use code_runtime::{CodeBindingNamespace, CodeRunRequest, describe_request, json}
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock};
 
-use crate::server::Catalogue;
-
 /// The longest `search_tools` query, in bytes: keywords, not a document.
 pub(crate) const MAX_QUERY_BYTES: usize = 1024;
 
@@ -30,9 +28,9 @@ pub(crate) struct SearchIndex {
 }
 
 impl SearchIndex {
-    pub(crate) fn new(catalogue: &Catalogue) -> Self {
+    pub(crate) fn new(namespaces: &[CodeBindingNamespace]) -> Self {
         let mut entries = Vec::new();
-        for namespace in &catalogue.namespaces {
+        for namespace in namespaces {
             for (name, function) in &namespace.functions {
                 let label = format!("{}.{name}", namespace.global);
                 let description = function.description_text().unwrap_or_default().to_owned();
@@ -98,9 +96,11 @@ pub(crate) fn query_words(query: &str) -> Result<Vec<String>, ErrorData> {
     Ok(words)
 }
 
-/// `describe_tools` for `names` (at most [`MAX_DESCRIBE_NAMES`]) in `language`.
+/// `describe_tools` for `names` (at most [`MAX_DESCRIBE_NAMES`]) of `namespaces` in `language`,
+/// declared as `base` (the catalogue's request, its values and `callTool`) would be.
 pub(crate) fn describe(
-    catalogue: &Catalogue,
+    namespaces: &[CodeBindingNamespace],
+    base: CodeRunRequest,
     names: &[String],
     language: &str,
 ) -> Result<CallToolResult, ErrorData> {
@@ -116,7 +116,7 @@ pub(crate) fn describe(
     let mut unknown = Vec::new();
     let mut chosen: Vec<CodeBindingNamespace> = Vec::new();
     for name in names {
-        let found = catalogue.namespaces.iter().find_map(|namespace| {
+        let found = namespaces.iter().find_map(|namespace| {
             if namespace.global == *name {
                 return Some((namespace, None));
             }
@@ -148,12 +148,7 @@ pub(crate) fn describe(
             format!("no such tools: {}; search_tools finds them by keyword", unknown.join(", "));
         return Ok(CallToolResult::error(vec![ContentBlock::text(text)]));
     }
-    let request = CodeRunRequest {
-        bindings: chosen,
-        values: catalogue.request(String::new()).values,
-        call_tool: catalogue.call_tool,
-        ..CodeRunRequest::default()
-    };
+    let request = CodeRunRequest { bindings: chosen, ..base };
     match describe_request(&request, language) {
         Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
         Err(error) => Err(ErrorData::invalid_params(error.to_string(), None)),

@@ -70,7 +70,8 @@ impl<R> BoundedLines<R> {
             self.id.feed(body);
             match &mut self.dropping {
                 Some(length) => *length += body.len() as u64,
-                None if self.line.len() + body.len() > MAX_LINE_BYTES => {
+                // rmcp counts the newline too: a line passes whole if it fits with it.
+                None if self.line.len() + body.len() >= MAX_LINE_BYTES => {
                     self.dropping = Some((self.line.len() + body.len()) as u64);
                     self.line = Vec::new();
                 }
@@ -83,14 +84,15 @@ impl<R> BoundedLines<R> {
     }
 
     fn end_line(&mut self) {
-        let id = std::mem::take(&mut self.id).id();
+        let id = std::mem::take(&mut self.id).request_id();
         match self.dropping.take() {
             None => {
                 self.ready.append(&mut self.line);
                 self.ready.push(b'\n');
             }
             Some(bytes) => {
-                // A notification (no id) has nobody to answer.
+                // A notification (no id) has nobody to answer, and a response (no method)
+                // answers nobody: only a request gets its error.
                 let Some(id) = id else { return };
                 let stand_in = format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{OVERSIZED}","arguments":{{"bytes":{bytes}}}}}}}"#
@@ -150,10 +152,12 @@ struct IdScan {
     escaped: bool,
     /// At the top level, a key is next (after `{` or `,`).
     key_next: bool,
-    /// The key being read, while it may still be `id`.
+    /// The key being read, while it may still be `id` or `method`.
     key: Option<Vec<u8>>,
     /// The key just read was `id`; its value follows the `:`.
     id_key: bool,
+    /// A top-level `method` key was read: the line is a request (or a notification).
+    method: bool,
     /// The `id`'s value, while it is read; `found` once complete.
     value: Option<Vec<u8>>,
     found: Option<Vec<u8>>,
@@ -182,8 +186,9 @@ impl IdScan {
             if let Some(key) = &mut self.key {
                 if !self.escaped && byte == b'"' {
                     self.id_key = key == b"id";
+                    self.method |= key == b"method";
                     self.key = None;
-                } else if key.len() < 3 {
+                } else if key.len() < 6 {
                     key.push(byte);
                 } else {
                     self.key = None;
@@ -207,7 +212,7 @@ impl IdScan {
                 }
             }
             b'{' | b'[' => {
-                self.depth += 1;
+                self.depth = self.depth.saturating_add(1);
                 self.key_next = self.depth == 1 && byte == b'{';
             }
             b'}' | b']' => self.depth = self.depth.saturating_sub(1),
@@ -222,9 +227,10 @@ impl IdScan {
         }
     }
 
-    /// The `id` found, as JSON text, if it is a number or a string.
-    fn id(self) -> Option<String> {
-        let text = self.found.filter(|_| !self.too_long)?;
+    /// The `id` of a request (a line with a top-level `method`), as JSON text, if it is a number
+    /// or a string.
+    fn request_id(self) -> Option<String> {
+        let text = self.found.filter(|_| !self.too_long && self.method)?;
         match serde_json::from_slice::<serde_json::Value>(&text).ok()? {
             id @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => {
                 Some(id.to_string())
@@ -245,7 +251,7 @@ mod tests {
         for piece in text.as_bytes().chunks(3) {
             scan.feed(piece);
         }
-        scan.id()
+        scan.request_id()
     }
 
     #[test]
@@ -255,10 +261,33 @@ mod tests {
             id_of(r#"{"method":"x","params":{"id":1},"id":"a\"b"}"#).as_deref(),
             Some(r#""a\"b""#)
         );
-        assert_eq!(id_of(r#"{"params":{"id":1,"x":["id",2]},"id" : 12 }"#).as_deref(), Some("12"));
+        let late = r#"{"params":{"id":1,"x":["id",2]},"id" : 12 ,"method":"m"}"#;
+        assert_eq!(id_of(late).as_deref(), Some("12"));
         assert_eq!(id_of(r#"{"method":"notify","params":{"id":1}}"#), None);
-        assert_eq!(id_of(r#"{"id":{"x":1}}"#), None);
-        assert_eq!(id_of(r#"{"idx":3,"id":4}"#).as_deref(), Some("4"));
+        assert_eq!(id_of(r#"{"method":"m","id":{"x":1}}"#), None);
+        assert_eq!(id_of(r#"{"idx":3,"id":4,"method":"m"}"#).as_deref(), Some("4"));
+        // A response (no method) answers nobody; a method inside the result is not the line's.
+        assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), None);
+        assert_eq!(id_of(r#"{"id":3,"result":{"method":"x"}}"#), None);
+        assert_eq!(id_of(&format!("{}1{}", "[".repeat(100), "]".repeat(100))), None);
+    }
+
+    /// What rmcp takes whole: a line that fits with its newline. One byte more is dropped here,
+    /// where rmcp would drop it silently.
+    #[tokio::test]
+    async fn the_bound_is_rmcps_newline_included() {
+        let line = |len: usize| {
+            let head = r#"{"method":"m","id":5,"params":""#;
+            format!("{head}{}\"}}\n", "p".repeat(len - head.len() - 2))
+        };
+        for (len, whole) in [(MAX_LINE_BYTES - 1, true), (MAX_LINE_BYTES, false)] {
+            let input = line(len);
+            assert_eq!(input.len(), len + 1);
+            let mut read = BoundedLines::new(input.as_bytes());
+            let mut out = String::new();
+            read.read_to_string(&mut out).await.unwrap();
+            assert_eq!(out == input, whole, "{len}: {}", &out[..out.len().min(120)]);
+        }
     }
 
     #[tokio::test]

@@ -113,7 +113,7 @@ pub(crate) struct Catalogue {
 }
 
 impl Catalogue {
-    pub(crate) fn request(&self, program: String) -> CodeRunRequest {
+    fn request(&self, program: String) -> CodeRunRequest {
         CodeRunRequest {
             program,
             bindings: self.namespaces.clone(),
@@ -190,7 +190,7 @@ impl CodeModeServer {
         let tools = routes.iter().map(|route| route.attr.clone()).collect();
         let router = routes.into_iter().fold(ToolRouter::new(), ToolRouter::with_route);
         let inner = Inner {
-            index: lookup::SearchIndex::new(&catalogue),
+            index: lookup::SearchIndex::new(&catalogue.namespaces),
             catalogue,
             runtimes,
             tools,
@@ -235,12 +235,13 @@ impl CodeModeServer {
             if let Some(signature) = kept::handle(&arguments.checkpoint) {
                 let store = self.inner.approval.kept.clone();
                 let signature = signature.to_owned();
-                let found = lookup::off_the_executor(move || store.read(&signature)).await?;
+                let found = lookup::off_the_executor(move || store.take(&signature)).await?;
                 // Like a checkpoint refused, the model's to read: a failed tool result.
                 let Some(text) = found.map_err(invalid)? else {
                     let why = format!(
-                        "no checkpoint is kept under this handle: it is resumed by the server \
-                         that paused the run (or a replica sharing its store) for {} hours",
+                        "no checkpoint is kept under this handle: a handle is taken by the \
+                         first resume_run that names it, on the server that paused the run (or \
+                         a replica sharing its store), within {} hours",
                         kept::KEPT_FOR.as_secs() / 3600
                     );
                     return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
@@ -425,8 +426,16 @@ impl CodeModeServer {
         Box::pin(async move {
             let language = language.unwrap_or_else(|| self.inner.runtimes[0].0.as_str().to_owned());
             let inner = self.inner.clone();
-            lookup::off_the_executor(move || lookup::describe(&inner.catalogue, &names, &language))
-                .await?
+            lookup::off_the_executor(move || {
+                let catalogue = &inner.catalogue;
+                let base = CodeRunRequest {
+                    values: catalogue.request(String::new()).values,
+                    call_tool: catalogue.call_tool,
+                    ..CodeRunRequest::default()
+                };
+                lookup::describe(&catalogue.namespaces, base, &names, &language)
+            })
+            .await?
         })
     }
 }
@@ -650,7 +659,7 @@ fn resume_run_tool() -> Tool {
     let schema = json!({
         "type": "object",
         "properties": {
-            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came: the checkpoint, or the {\"kept\": ...} handle of one the server keeps." },
+            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came: the checkpoint, or the {\"kept\": ...} handle of one the server keeps (taken by the first resume_run that names it)." },
             "allow": { "type": "array", "items": { "type": "integer" }, "description": "Ids of pending calls the user allows." },
             "deny": {
                 "type": "array",

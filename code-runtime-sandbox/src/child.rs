@@ -627,7 +627,10 @@ unsafe fn call(plan: &Plan, spawn: &Spawn, entry: fn() -> libc::c_int) -> ! {
     // SAFETY: plain system calls and writes to this copy's own memory; then the program, which
     // owns this process. This frame never returns: `reseed`'s promise.
     unsafe {
-        crate::reseed::reseed();
+        // A copy that cannot draw its own secrets does not run its program with the spawner's.
+        if !crate::reseed::reseed() && crate::reseed::SUPPORTED {
+            libc::_exit(PANICKED);
+        }
         retitle(plan, spawn);
         // Dumpable, as `exec` would have made it (the init's flag came with the fork): its
         // memory is the spawner's user namespace's, not the cell's, so an unprivileged host

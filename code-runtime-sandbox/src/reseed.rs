@@ -22,6 +22,10 @@
 //! V8 draws its own reservations (its heap, its code) at random addresses in each copy, after
 //! the fork. docs/security.md says so.
 
+/// Whether [`reseed`] draws anything on this target.
+pub(crate) const SUPPORTED: bool =
+    cfg!(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"));
+
 /// Draws the copy's secrets anew (x86-64 Linux; elsewhere nothing): see the module's text.
 /// Returns whether it did.
 ///

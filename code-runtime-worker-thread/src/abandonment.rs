@@ -12,11 +12,11 @@
 //! and its room to unwind, `memory::host_bytes`) stays taken until the process exits.
 //!
 //! Those isolates, and isolates still running a builtin past their run's end (`substrate.rs`
-//! lets them go after a bound), are *out of hand*: counted here, in number and in bytes. Once
-//! they hold too much ([`MAX_OUT_OF_HAND`], [`MAX_OUT_OF_HAND_BYTES`]), new `thread` runs are
-//! refused with a clear error until they are back (a lingering one ended) or the process
-//! restarts: the process never aborts for a program, and never holds more than that bound plus
-//! its runs in flight. Every other fatal error (a failed check is a V8 bug, after which nothing in
+//! lets them go after a bound, terminating them again all the while), are *out of hand*:
+//! counted here, in number and in bytes. Once they hold too much ([`MAX_OUT_OF_HAND`],
+//! [`MAX_OUT_OF_HAND_BYTES`]), new `thread` runs are refused with a clear error until they are
+//! back (a lingering one ended) or the process restarts: the process never aborts for a
+//! program, and never holds more than that bound, one isolate's more, and its runs in flight. Every other fatal error (a failed check is a V8 bug, after which nothing in
 //! the isolate can be trusted) aborts the process as V8 would without us. The handlers are V8's
 //! own where it calls one ([`fatal_error`], [`out_of_memory`]), and a `SIGTRAP` handler for its
 //! size limits, which crash without calling any ([`install_trap`]).
@@ -34,8 +34,8 @@ use crate::termination::Termination;
 /// Isolates out of hand past which `thread` runs are refused.
 pub(crate) const MAX_OUT_OF_HAND: usize = 16;
 
-/// Bytes isolates out of hand may hold (`memory::host_bytes` of each run): a run that would
-/// take them past this is refused.
+/// Bytes isolates out of hand may hold (`memory::host_bytes` of each) past which `thread` runs
+/// are refused.
 pub(crate) const MAX_OUT_OF_HAND_BYTES: usize = 2 << 30;
 
 /// Isolates out of hand, and the bytes they may hold.
@@ -59,11 +59,12 @@ pub(crate) fn taken_back(termination: &Termination) {
     }
 }
 
-/// Why a new `thread` run that may hold `bytes` is refused, if it is: the isolates out of hand
-/// hold too much already.
-pub(crate) fn out_of_service(bytes: usize) -> Option<String> {
+/// Why a new `thread` run is refused, if it is: the isolates out of hand hold too much already.
+/// (What the process holds is then at most these bounds, and one isolate's more, plus its runs
+/// in flight.)
+pub(crate) fn out_of_service() -> Option<String> {
     let (count, held) = *OUT_OF_HAND.lock().unwrap_or_else(PoisonError::into_inner);
-    let full = count >= MAX_OUT_OF_HAND || held.saturating_add(bytes) > MAX_OUT_OF_HAND_BYTES;
+    let full = count >= MAX_OUT_OF_HAND || held >= MAX_OUT_OF_HAND_BYTES;
     full.then(|| {
         format!(
             "thread isolation is out of service in this process: {count} isolates that V8's fatal \

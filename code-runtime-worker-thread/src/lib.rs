@@ -228,8 +228,7 @@ impl WorkerThread {
         stripped: Duration,
     ) -> Result<substrate::IsolateSubstrate, Ending> {
         // Isolates this process no longer waits for may hold too much for another.
-        let holds = memory::host_bytes(shape.memory_bytes());
-        if let Some(why) = abandonment::out_of_service(holds) {
+        if let Some(why) = abandonment::out_of_service() {
             return Err(Ending::Failed(why));
         }
         // Only a run under the provider's own limits takes one (its heap limit is set).

@@ -198,11 +198,14 @@ const MIN_UNWIND_BYTES: usize = 16 << 20;
 /// The most room to unwind a run in the host's process is given (see [`Unwinding`]).
 pub(crate) const MAX_HOST_UNWIND_BYTES: usize = 256 << 20;
 
-/// What the host may hold for one run in its own process, past its budget: the room to unwind,
-/// and what V8 keeps outside its heap meanwhile (handles, parser and compiler zones), bounded by
-/// the heap it refers to.
+/// What the host may hold for one run in its own process: its budget, grown by the room given
+/// for refused backing stores and then to unwind. (What V8 keeps outside its heap meanwhile,
+/// handles and parser and compiler zones, is bounded by the heap it refers to.)
 pub(crate) fn host_bytes(limit: usize) -> usize {
-    limit.saturating_add(Unwinding::Host.room(limit))
+    // Refused backing stores may each have grown the limit by a sixteenth (or a mebibyte) first:
+    // (17/16)^4 is under 1.3.
+    let grown = limit.saturating_add(limit / 10 * 3).saturating_add((MAX_REFUSALS as usize) << 20);
+    grown.saturating_add(Unwinding::Host.room(grown))
 }
 
 /// Refused backing stores that stay a `RangeError` the program can catch; a program that keeps

@@ -354,9 +354,18 @@ impl IsolateSubstrate {
                 Err(_) if std::time::Instant::now() >= let_go_at => {
                     abandonment::let_go(&self.termination, self.holds);
                     let background = async move {
-                        while self.events.recv().await.is_some() {
-                            if self.termination.is_abandoned() {
-                                return;
+                        // Terminated again and again: V8 may spend a termination while the
+                        // program goes on.
+                        loop {
+                            let events = &mut self.events;
+                            let next = tokio::time::timeout(RETERMINATE, events.recv());
+                            match reactor::enter(|| next).await {
+                                Ok(Some(_)) if self.termination.is_abandoned() => return,
+                                Ok(Some(_)) => {}
+                                Ok(None) => break,
+                                Err(_) => {
+                                    self.termination.stop(Cause::Host);
+                                }
                             }
                         }
                         if let Some(thread) = self.thread.take() {

@@ -80,6 +80,9 @@ pub struct ApprovalRequest {
     /// Where the program is: this is its `call`th call (counting from 1), the number a paused
     /// run's pending calls carry and [`Decisions`](crate::Decisions) name.
     pub call: u64,
+    /// The run that made the call: a number no other run of this process has
+    /// ([`BindingArgs::run`](crate::BindingArgs::run)), for what a host keeps per run.
+    pub run: u64,
 }
 
 /// How long a decision may take before the call is denied (`no decision`): ten minutes.

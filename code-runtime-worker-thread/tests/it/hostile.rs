@@ -270,6 +270,62 @@ fn no_sequence_of_fatal_errors_aborts_the_host() {
     assert_eq!(cells.value(), Some(&json!(2)), "{:?}", cells.to_json());
 }
 
+/// V8's trap handler takes only V8's own breakpoint traps on a thread that runs a program
+/// (`abandonment.rs`): any other `SIGTRAP` (here `raise`d, twice) goes to the handler the
+/// process had before, and ours stays in place in front of it for the next V8 trap, which still
+/// ends only its run. Run in a process of its own (this test binary again, for this test alone),
+/// since it sets a signal's disposition for the process.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "this test binary, again, for this test alone")]
+fn other_traps_go_to_the_handler_that_was_there() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const CHILD: &str = "CODE_RUNTIME_TEST_TRAPPING_PROCESS";
+    const NAME: &str = "hostile::other_traps_go_to_the_handler_that_was_there";
+    static TRAPS: AtomicUsize = AtomicUsize::new(0);
+    extern "C" fn counting(_signal: libc::c_int) {
+        TRAPS.fetch_add(1, Ordering::SeqCst);
+    }
+    if std::env::var_os(CHILD).is_none() {
+        let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", NAME, "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("1 passed"), "{stdout}");
+        return;
+    }
+    let disposition = || {
+        // SAFETY: reads the disposition into a zeroed struct we own.
+        unsafe {
+            let mut now: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGTRAP, std::ptr::null(), &mut now);
+            now.sa_sigaction
+        }
+    };
+    let handler: extern "C" fn(libc::c_int) = counting;
+    // SAFETY: a handler that only counts, for this process of the test's own.
+    unsafe { libc::signal(libc::SIGTRAP, handler as libc::sighandler_t) };
+    // The first isolate initialises V8, which puts our handler in front.
+    let runtime = runtime(Limits { max_memory_mb: 64, ..Limits::default() });
+    assert_eq!(run_on(&runtime, CodeRunRequest::new("return 1")).value(), Some(&json!(1)));
+    let ours = disposition();
+    assert_ne!(ours, handler as libc::sighandler_t, "V8's trap handler is in front");
+    for _ in 0..2 {
+        // SAFETY: raises a signal this process handles.
+        unsafe { libc::raise(libc::SIGTRAP) };
+    }
+    assert_eq!(TRAPS.load(Ordering::SeqCst), 2, "both went to the handler that was there");
+    assert_eq!(disposition(), ours, "and ours stays in front");
+    let program = "return 'x'.repeat(2 ** 28).split('').length";
+    let result = run_on(&runtime, CodeRunRequest::new(program));
+    let error = result.error().unwrap_or_else(|| panic!("{:?}", result.to_json()));
+    assert!(error.message().starts_with("worker error: V8 fatal error"), "{}", error.message());
+    assert_eq!(run_on(&runtime, CodeRunRequest::new("return 1 + 1")).value(), Some(&json!(2)));
+    assert_eq!(TRAPS.load(Ordering::SeqCst), 2, "V8's own trap is not passed on");
+}
+
 /// `new URLSearchParams(text)` builds every pair inside one native call, where V8's heap limit
 /// cannot stop it: two million pairs are refused as a `RangeError` up front, and the host lives.
 #[test]

@@ -101,8 +101,9 @@ impl Approving {
         id: CallId,
         (namespace, function_name): (&str, &str),
         asked: Asked,
+        run: u64,
     ) -> Result<ApprovalRequest, OverBudget> {
-        let request = request((namespace, function_name), asked.number, &asked.args);
+        let request = request((namespace, function_name), asked.number, &asked.args, run);
         // The approver's copy of the argument and the line that shows it to a person.
         let held = self.memory.hold(json::held_bytes(&asked.args) + request.summary.len())?;
         self.asked += 1;
@@ -169,11 +170,12 @@ impl Approving {
     }
 }
 
-/// What an approver is asked about call `number` of `namespace.function` with `args`.
+/// What an approver is asked about call `number` of `namespace.function` with `args`, of `run`.
 pub(crate) fn request(
     (namespace, function): (&str, &str),
     number: u64,
     args: &JsonValue,
+    run: u64,
 ) -> ApprovalRequest {
     ApprovalRequest {
         namespace: namespace.to_owned(),
@@ -181,5 +183,6 @@ pub(crate) fn request(
         args: args.clone(),
         summary: crate::approval::summarize(namespace, function, args),
         call: number,
+        run,
     }
 }

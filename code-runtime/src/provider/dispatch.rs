@@ -269,6 +269,11 @@ impl Calls {
         }
     }
 
+    /// The run's number in this process ([`BindingArgs::run`]).
+    pub(crate) fn run(&self) -> u64 {
+        self.run
+    }
+
     /// Forgets the calls waiting for a place in flight (they never started), as the run pauses;
     /// the calls in flight go on.
     pub(crate) fn forget_waiting(&mut self) {

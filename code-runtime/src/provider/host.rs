@@ -468,25 +468,26 @@ impl<P: Provider> Host<P> {
         }
         .instrument(span)
         .await;
-        // Shrunk to the request's budget, when it gave one: on one of the reactor's blocking
-        // threads, as the result may be as large as the memory budget and the work grows with
-        // it (the executor that polls this run serves others).
-        let result = match truncate {
-            None => result,
-            Some(max_bytes) => match reactor::handle() {
-                Ok(reactor) => {
-                    match reactor.spawn_blocking(move || shrink_result(result, max_bytes)).await {
-                        Ok(result) => result,
-                        // Only a bug of the shrink panics: the run's answer says so.
-                        Err(_) => OutputLedger::new(max_bytes)
-                            .settle(Ending::Failed("shrinking the result failed".to_owned())),
-                    }
-                }
-                Err(_) => shrink_result(result, max_bytes),
-            },
-        };
+        let result = shrunk(result, truncate).await;
         report.finish(&result);
         Ok(result)
+    }
+}
+
+/// `result` shrunk to the request's budget, when it gave one: on one of the reactor's blocking
+/// threads, as the result may be as large as the memory budget and the work grows with it (the
+/// executor that polls the run serves others).
+async fn shrunk(result: CodeRunResult, truncate: Option<usize>) -> CodeRunResult {
+    let Some(max_bytes) = truncate else { return result };
+    match reactor::handle() {
+        Ok(reactor) => match reactor.spawn_blocking(move || shrink_result(result, max_bytes)).await
+        {
+            Ok(result) => result,
+            // Only a bug of the shrink panics: the run's answer says so.
+            Err(_) => OutputLedger::new(max_bytes)
+                .settle(Ending::Failed("shrinking the result failed".to_owned())),
+        },
+        Err(_) => shrink_result(result, max_bytes),
     }
 }
 

@@ -163,7 +163,7 @@ impl Switchboard {
             }
             Course::Decided(decision) => {
                 // Asked before the pause; the audit shows the question with its answer.
-                let asked = approvals::request(names, self.made, &args);
+                let asked = approvals::request(names, self.made, &args, self.calls.run());
                 if let Err(rejection) = self.calls.admit(function, &args) {
                     return self.answer(substrate, report, id, Err(rejection), false);
                 }
@@ -196,7 +196,7 @@ impl Switchboard {
         match table.names(function) {
             Some(names) if table.needs_approval(function, &args) => {
                 let asked = Asked { number: self.made, function, args };
-                match self.approving.ask(id, names, asked) {
+                match self.approving.ask(id, names, asked, self.calls.run()) {
                     Ok(request) => report.approval_requested(id, &request),
                     Err(_) => return self.over_memory(),
                 }
