@@ -39,17 +39,7 @@ fn a_rust_host_serves_code_mode_over_http_and_drains_it() {
     let built = Built { python_packages: python.packages().to_vec(), runtime: Arc::new(python) };
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     tokio.block_on(async {
-        let control = Control::new();
-        assert_eq!(control.address(), None);
-        let transport = Transport::Http { address: "127.0.0.1:0".parse().unwrap(), token: None };
-        let serving = tokio::spawn(code_runtime_mcp::serve(
-            config,
-            vec![built],
-            Options::default(),
-            transport,
-            control.clone(),
-        ));
-        let address = listening(&control).await;
+        let (control, serving, address) = serve_over_http(config, built).await;
         assert_ne!(address.port(), 0, "the port the system chose");
         let client =
             ().serve(StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp")))
@@ -101,16 +91,7 @@ fn a_clients_lookups_are_bounded_and_leave_other_clients_served() {
     let built = Built { python_packages: python.packages().to_vec(), runtime: Arc::new(python) };
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     tokio.block_on(async {
-        let control = Control::new();
-        let transport = Transport::Http { address: "127.0.0.1:0".parse().unwrap(), token: None };
-        let serving = tokio::spawn(code_runtime_mcp::serve(
-            config,
-            vec![built],
-            Options::default(),
-            transport,
-            control.clone(),
-        ));
-        let address = listening(&control).await;
+        let (control, serving, address) = serve_over_http(config, built).await;
         let client =
             ().serve(StreamableHttpClientTransport::from_uri(format!("http://{address}/mcp")))
                 .await
@@ -147,6 +128,26 @@ fn a_clients_lookups_are_bounded_and_leave_other_clients_served() {
         served.expect("the drain ends the gateway").expect("joined").expect("served without error");
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The gateway of `config` on `built`'s provider, served over HTTP on a port the system chose:
+/// its control, its task, and its address once it listens.
+async fn serve_over_http(
+    config: McpConfig,
+    built: Built,
+) -> (Control, tokio::task::JoinHandle<Result<(), code_runtime_mcp::Error>>, std::net::SocketAddr) {
+    let control = Control::new();
+    assert_eq!(control.address(), None);
+    let transport = Transport::Http { address: "127.0.0.1:0".parse().unwrap(), token: None };
+    let serving = tokio::spawn(code_runtime_mcp::serve(
+        config,
+        vec![built],
+        Options::default(),
+        transport,
+        control.clone(),
+    ));
+    let address = listening(&control).await;
+    (control, serving, address)
 }
 
 /// The address `control`'s gateway listens on, once it does.

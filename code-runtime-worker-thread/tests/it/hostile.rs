@@ -233,19 +233,8 @@ fn a_fatal_error_of_v8_ends_the_run_not_the_host() {
 /// process runs on. Run in a process of its own (this test binary again, for this test alone),
 /// since what is abandoned stays for the process's life.
 #[test]
-#[expect(clippy::disallowed_methods, reason = "this test binary, again, for this test alone")]
 fn no_sequence_of_fatal_errors_aborts_the_host() {
-    const CHILD: &str = "CODE_RUNTIME_TEST_ABANDONING_PROCESS";
-    const NAME: &str = "hostile::no_sequence_of_fatal_errors_aborts_the_host";
-    if std::env::var_os(CHILD).is_none() {
-        let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", NAME, "--test-threads", "1"])
-            .env(CHILD, "1")
-            .output()
-            .expect("the test binary runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-        assert!(stdout.contains("1 passed"), "{stdout}");
+    if !in_a_process_of_its_own("hostile::no_sequence_of_fatal_errors_aborts_the_host") {
         return;
     }
     let limits = Limits { max_memory_mb: 64, ..Limits::default() };
@@ -276,24 +265,13 @@ fn no_sequence_of_fatal_errors_aborts_the_host() {
 /// ends only its run. Run in a process of its own (this test binary again, for this test alone),
 /// since it sets a signal's disposition for the process.
 #[test]
-#[expect(clippy::disallowed_methods, reason = "this test binary, again, for this test alone")]
 fn other_traps_go_to_the_handler_that_was_there() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    const CHILD: &str = "CODE_RUNTIME_TEST_TRAPPING_PROCESS";
-    const NAME: &str = "hostile::other_traps_go_to_the_handler_that_was_there";
     static TRAPS: AtomicUsize = AtomicUsize::new(0);
     extern "C" fn counting(_signal: libc::c_int) {
         TRAPS.fetch_add(1, Ordering::SeqCst);
     }
-    if std::env::var_os(CHILD).is_none() {
-        let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", NAME, "--test-threads", "1"])
-            .env(CHILD, "1")
-            .output()
-            .expect("the test binary runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-        assert!(stdout.contains("1 passed"), "{stdout}");
+    if !in_a_process_of_its_own("hostile::other_traps_go_to_the_handler_that_was_there") {
         return;
     }
     let disposition = || {
@@ -405,4 +383,25 @@ fn a_deep_program_that_needs_compiling_is_refused_not_compiled() {
     // As deep as real programs go, it compiles.
     let program = format!("enum E {{ A = 2 }}\nreturn {}E.A{}", "[".repeat(100), "]".repeat(100));
     assert!(run(&program, vec![]).error().is_none());
+}
+
+/// Whether this is the process of its own that test `name` runs in: in the test binary's own
+/// process, it runs this binary again for that test alone, checks that it passed, and answers
+/// `false` (the test then returns). For tests that leave the process changed for good (isolates
+/// abandoned, a signal's disposition set).
+#[expect(clippy::disallowed_methods, reason = "this test binary, again, for one test alone")]
+fn in_a_process_of_its_own(name: &str) -> bool {
+    const ALONE: &str = "CODE_RUNTIME_TEST_ALONE";
+    if std::env::var_os(ALONE).is_some_and(|alone| alone == name) {
+        return true;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", name, "--test-threads", "1"])
+        .env(ALONE, name)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    false
 }
