@@ -1,4 +1,4 @@
-//! The command line's approvals (CLI.md "Turn 3"): `--approvals ask|deny|allow|pause`, the
+//! The command line's approvals (docs/cli.md "Turn 3"): `--approvals ask|deny|allow|pause`, the
 //! terminal's approver, the checkpoint key, and the checkpoint file of a paused run.
 
 use std::io::Write as _;

@@ -9,7 +9,7 @@ use code_runtime_providers::{ProviderSpec, PythonSetup};
 
 use crate::Failure;
 
-/// `code-runtime describe`'s options (CLI.md).
+/// `code-runtime describe`'s options (docs/cli.md).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The bindings file, as for `run`.

@@ -1,7 +1,7 @@
-//! The `code-runtime` command (../shared/design/CLI.md): run one program file against bindings
+//! The `code-runtime` command (docs/cli.md): run one program file against bindings
 //! described in JSON, describe the bindings, benchmark the providers, serve code mode over MCP.
 //! The command line is clap's (help for every subcommand, suggestions, completions); its errors
-//! are rewritten to CLI.md's one line.
+//! are rewritten to docs/cli.md's one line.
 //!
 //! Exit codes: 0 when the run completed, 1 when it failed (the result on stdout says how), 2 for
 //! misuse (a bad flag, an unreadable or invalid file, invalid bindings, a forged checkpoint),
@@ -48,18 +48,14 @@ fn one_line(message: &str) -> String {
 
 /// What a misuse message ends with when the command itself is missing or unknown.
 const USAGE: &str = "usage: code-runtime run|resume|bench|describe|mcp|completions [OPTIONS]; \
-code-runtime --help shows every option";
+code-runtime COMMAND --help shows its options";
 
-/// What `code-runtime --help` ends with.
-const AFTER_HELP: &str = "example:
-  code-runtime run examples/research.ts --bindings examples/research.bindings.json
+/// What `code-runtime --help` ends with: where the details are. It lists the commands and no
+/// more; each command's own help has its options (and `run`'s and `resume`'s, the exit codes).
+const AFTER_HELP: &str = "`code-runtime COMMAND --help` shows a command's options \
+(`code-runtime run --help`); docs/cli.md is the whole contract.";
 
-exit codes: 0 completed, 1 the run failed (see the result's error), 2 misuse (one line on stderr,
-nothing on stdout), 3 internal failure (one line on stderr: no usable interpreter, a record file
-that could not be written; stdout has the result when the run took place), 4 the run paused for
-a decision (its checkpoint is in --checkpoint FILE; `code-runtime resume FILE` continues it)";
-
-/// The command line (CLI.md).
+/// The command line (docs/cli.md).
 #[derive(Debug, clap::Parser)]
 #[command(
     name = "code-runtime",
@@ -128,12 +124,6 @@ enum Parsed {
 }
 
 fn parse(args: &[OsString]) -> Result<Parsed, Failure> {
-    // `code-runtime --help` (and `help`) shows every subcommand's options at once.
-    if let [_, only] = args {
-        if ["--help", "-h", "help"].iter().any(|flag| only == flag) {
-            return Ok(Parsed::Shown(full_help()));
-        }
-    }
     match Cli::try_parse_from(args) {
         Ok(cli) => Ok(Parsed::Command(Box::new(cli.command))),
         Err(error) => match error.kind() {
@@ -161,18 +151,7 @@ fn execute(command: Command) -> Result<ExitCode, Failure> {
     }
 }
 
-/// The top-level help followed by each subcommand's: one page that documents every option.
-fn full_help() -> String {
-    let mut command = Cli::command();
-    command.build();
-    let mut text = command.render_long_help().to_string();
-    for subcommand in command.get_subcommands_mut().filter(|sub| sub.get_name() != "help") {
-        text.push_str(&format!("\n\n{}", subcommand.render_long_help().to_string().trim_end()));
-    }
-    text.trim_end().to_owned()
-}
-
-/// clap's error as CLI.md's one line: what was wrong, with a suggestion when clap has one.
+/// clap's error as docs/cli.md's one line: what was wrong, with a suggestion when clap has one.
 fn misuse(error: &clap::Error) -> String {
     let strings = |kind| match error.get(kind) {
         Some(ContextValue::String(text)) => vec![text.clone()],

@@ -1,4 +1,4 @@
-//! `code-runtime mcp`: the gateway of `code_runtime_mcp` (DESIGN.md §12) on the command line:
+//! `code-runtime mcp`: the gateway of `code_runtime_mcp` (docs/design.md §12) on the command line:
 //! its flags, its providers (warm: a server runs many programs), and the signals that end it.
 
 use std::net::SocketAddr;
@@ -10,7 +10,7 @@ use code_runtime_mcp::{Control, Error, McpConfig, Options, Transport};
 
 use crate::Failure;
 
-/// `code-runtime mcp`'s options (CLI.md).
+/// `code-runtime mcp`'s options (docs/cli.md).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// JSON {"servers": {"ns": {"command": [..], "env": {..}} | {"url": "..", "headers": {..}}},

@@ -1,5 +1,5 @@
 //! `code-runtime resume`: a paused run's checkpoint, continued with the decisions on its pending
-//! calls (CLI.md "Turn 3").
+//! calls (docs/cli.md "Turn 3").
 
 use std::path::PathBuf;
 use std::process::ExitCode;

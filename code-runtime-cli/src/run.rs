@@ -16,9 +16,10 @@ use code_runtime_providers::{Built, ProviderSpec, PythonSetup};
 use crate::Failure;
 use crate::approvals::{self, CheckpointFile, Mode};
 
-/// `code-runtime run`'s options (CLI.md).
+/// `code-runtime run`'s options (docs/cli.md).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Python always runs in a sandbox cell; TypeScript does unless --isolation \
+#[command(after_help = "Example: code-runtime run examples/research.ts --bindings \
+examples/research.bindings.json\n\nPython always runs in a sandbox cell; TypeScript does unless --isolation \
 thread. Exit codes: 0 completed, 1 the run failed (the result's error says how), 2 misuse, 3 \
 internal failure, 4 the run paused (its checkpoint is in --checkpoint FILE).")]
 pub(crate) struct Args {

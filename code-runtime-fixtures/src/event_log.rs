@@ -9,7 +9,7 @@ use code_runtime::{Decision, EventSink, RunEvent};
 
 use crate::recorder::milliseconds;
 
-/// The `--events` line of one event (CLI.md):
+/// The `--events` line of one event (docs/cli.md):
 /// `{"event":"log","line":S}`, `{"event":"call","id":N,"namespace":S,"function":S,"args":V}`,
 /// `{"event":"settled","id":N,"ok":true|"error":S,"durationMs":F}`,
 /// `{"event":"approval","id":N,"call":N,"namespace":S,"function":S,"args":V}` (a call waits for a

@@ -1,4 +1,4 @@
-//! The file formats of the `code-runtime` command (../shared/design/CLI.md) and what a run's
+//! The file formats of the `code-runtime` command (docs/cli.md) and what a run's
 //! binding calls were, as a library: the command reads them, and the conformance suite reads the
 //! same files, so a case's bindings mean exactly what they mean on the command line.
 //!

@@ -37,7 +37,7 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
-    /// The `--record` line of CLI.md:
+    /// The `--record` line of docs/cli.md:
     /// `{"namespace","function","args","ok"|"error","startedMs","durationMs"}` (a rejection's data
     /// follows as `"data"` when there is any; a call that needed approval has
     /// `"approval": {"decision", "by"}` after its arguments).

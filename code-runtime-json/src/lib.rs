@@ -163,7 +163,7 @@ pub fn number_from_f64(value: f64) -> Result<Number, LossyJson> {
 ///
 /// # Errors
 ///
-/// [`LossyJson::LoneSurrogate`] when the units contain an unpaired surrogate: DESIGN.md §9 makes
+/// [`LossyJson::LoneSurrogate`] when the units contain an unpaired surrogate: docs/design.md §9 makes
 /// such strings non-lossless instead of silently replacing them with U+FFFD.
 pub fn string_from_utf16(units: &[u16]) -> Result<String, LossyJson> {
     String::from_utf16(units).map_err(|_| LossyJson::LoneSurrogate)
@@ -238,7 +238,7 @@ pub fn nests_deeper_than(value: &JsonValue, limit: usize) -> bool {
     false
 }
 
-/// The UTF-8 size of `text` as a JSON string literal, quotes included (REFERENCE.md Appendix A).
+/// The UTF-8 size of `text` as a JSON string literal, quotes included (docs/reference.md Appendix A).
 pub fn string_len(text: &str) -> usize {
     2 + text.bytes().map(escaped_byte_len).sum::<usize>()
 }

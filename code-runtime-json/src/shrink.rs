@@ -1,5 +1,5 @@
 //! [`shrink`]: values made to fit a byte budget by cutting their largest parts, keeping valid
-//! JSON of the same shape with explicit markers (DESIGN.md §14).
+//! JSON of the same shape with explicit markers (docs/design.md §14).
 //!
 //! One knob, `t`, sets three caps: a string longer than `t` bytes keeps its first `t` bytes (at
 //! a character boundary) and ends with `…[truncated N chars]`; an array or object with more than

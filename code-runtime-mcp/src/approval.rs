@@ -1,4 +1,4 @@
-//! Approvals in `code-runtime mcp` (DESIGN.md §13): which upstream tools need the user's
+//! Approvals in `code-runtime mcp` (docs/design.md §13): which upstream tools need the user's
 //! approval ([`Policy`]), and the client's user deciding each call through an MCP elicitation
 //! ([`ClientApprover`]), or the configured [`Fallback`] when the client cannot ask.
 

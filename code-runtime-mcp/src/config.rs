@@ -1,4 +1,4 @@
-//! The `code-runtime mcp` config file (CLI.md): the upstream servers, an optional bindings file,
+//! The `code-runtime mcp` config file (docs/cli.md): the upstream servers, an optional bindings file,
 //! the languages offered, and the limits of each run.
 //!
 //! Servers come in two shapes: ours (`"servers"`, `{"command": [argv..]}` or `{"url": ..}`), and

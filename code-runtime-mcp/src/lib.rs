@@ -1,4 +1,4 @@
-//! Code mode for any MCP client over any MCP servers (DESIGN.md §12, §16), as a library: the
+//! Code mode for any MCP client over any MCP servers (docs/design.md §12, §16), as a library: the
 //! upstream servers' tools become binding namespaces, and the client gets `run_code` (with
 //! `search_tools`, `describe_tools`, `resume_run` and the upstream servers' prompts and
 //! resources passed through). The `code-runtime mcp` command is one caller; a Rust host embeds

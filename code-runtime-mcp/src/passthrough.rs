@@ -1,5 +1,5 @@
 //! What the upstream servers offer besides tools, passed through to the client: their
-//! resources, resource templates and prompts (DESIGN.md §16). A resource or prompt keeps what
+//! resources, resource templates and prompts (docs/design.md §16). A resource or prompt keeps what
 //! it is, and its name becomes `<namespace>/<name>`; a resource's URI stays its own, and a read
 //! goes to the one server that listed it or whose template makes it. A URI two servers claim
 //! is refused, naming both: one server must not be able to answer for another's resources.

@@ -1,6 +1,6 @@
 //! An upstream server asking the client during a call: sampling (`sampling/createMessage`),
 //! elicitation (`elicitation/create`) and progress notifications, relayed to the client whose
-//! run made the call (DESIGN.md §16), so servers that ask their user still can.
+//! run made the call (docs/design.md §16), so servers that ask their user still can.
 //!
 //! A run's client ([`Downstream`]) rides along with the run as a task-local: the run's binding
 //! calls are polled inside its future, so an upstream call finds the client it serves, and its

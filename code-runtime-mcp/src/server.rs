@@ -13,38 +13,32 @@ use code_runtime::json::JsonValue;
 use code_runtime::provider::{RunGate, RunPermit};
 use code_runtime::{
     Approvals, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest, CodeRunResult,
-    CodeRuntime, ContractError, Decisions, EventSink, Language, RunEvent, SpentCheckpoints,
-    describe_request,
+    CodeRuntime, ContractError, EventSink, Language, RunEvent, SpentCheckpoints, describe_request,
 };
 use code_runtime_fixtures::Recorder;
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolResult, ContentBlock, LoggingLevel, LoggingMessageNotificationParam, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::Deserialize;
+use rmcp::{ErrorData, RoleServer};
 
 use crate::approval::{ClientApprover, Fallback};
 use crate::kept::{self, KeptCheckpoints};
 use crate::lookup;
 use crate::metrics::Metrics;
-use crate::oversized;
 use crate::passthrough::Passthrough;
 use crate::relay::Downstream;
 
-/// How many bytes of declarations `run_code`'s description carries at most (a client puts it
-/// in every prompt): the languages' declarations that fit, in the config's order; when none
-/// fits, the functions' names, and `describe_tools` for the rest.
-const DESCRIPTION_BUDGET: usize = 24 * 1024;
+use self::arguments::{DescribeTools, ResumeRun, RunCode, SearchTools};
+use self::tools::{describe_tools_tool, resume_run_tool, run_code_tool, search_tools_tool};
+
+mod arguments;
+mod handler;
+mod tools;
 
 /// How many of a run's log lines go out as notifications; the rest are counted in one last
 /// notification (the result has every line). A program that prints millions of lines would
@@ -440,107 +434,6 @@ impl CodeModeServer {
     }
 }
 
-impl ServerHandler for CodeModeServer {
-    fn get_info(&self) -> ServerConfig {
-        let mut capabilities =
-            ServerCapabilities::builder().enable_tools().enable_logging().build();
-        // What the upstream servers offer besides tools, offered on.
-        let (resources, prompts) = self.inner.passthrough.offers();
-        if resources {
-            capabilities.resources = Some(ResourcesCapability::default());
-        }
-        if prompts {
-            capabilities.prompts = Some(PromptsCapability::default());
-        }
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("code-runtime", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Call run_code with a program that calls the tools it declares: many tool calls, \
-                 one round trip, and only what the program prints and returns comes back.",
-            )
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        self.inner.passthrough.resources().await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.inner.passthrough.templates().await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        self.inner.passthrough.read(request).await.map(ReadResourceResponse::from)
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        self.inner.passthrough.prompts().await
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.inner.passthrough.prompt(request).await.map(GetPromptResponse::from)
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.iter().find(|tool| tool.name == name).cloned()
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.inner.level.store(level_rank(request.level), Ordering::Relaxed);
-        Ok(())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let router = &self.inner.router;
-        if request.name == oversized::OVERSIZED {
-            let bytes = request.arguments.as_ref().and_then(|arguments| arguments.get("bytes"));
-            return Err(oversized::refusal(bytes.and_then(serde_json::Value::as_u64).unwrap_or(0)));
-        }
-        if !router.has_route(&request.name) {
-            let names: Vec<&str> = self.inner.tools.iter().map(|tool| tool.name.as_ref()).collect();
-            let unknown = json::quote(&request.name);
-            let why = format!("unknown tool {unknown} ({})", names.join(", "));
-            return Err(ErrorData::invalid_params(why, None));
-        }
-        router.call(ToolCallContext::new(self, request, context)).await
-    }
-}
-
 /// A run's result as the tool's: its JSON as text and as `structuredContent`; an error when the
 /// run failed (a paused run did not: its result carries the checkpoint `resume_run` takes).
 fn tool_result(result: &CodeRunResult) -> CallToolResult {
@@ -571,246 +464,5 @@ fn level_rank(level: LoggingLevel) -> u8 {
         LoggingLevel::Critical => 5,
         LoggingLevel::Alert => 6,
         LoggingLevel::Emergency => 7,
-    }
-}
-
-/// A schema this file writes, as rmcp's object (shallow: the copy's recursion is bounded).
-fn object(value: JsonValue) -> JsonObject {
-    match value.to_serde_json() {
-        Ok(serde_json::Value::Object(object)) => object,
-        _ => JsonObject::new(),
-    }
-}
-
-fn run_code_tool(
-    catalogue: &Catalogue,
-    languages: &[&str],
-    declarations: &[(String, String)],
-    pausing: bool,
-) -> Tool {
-    let mut description = format!(
-        "Runs one program in a sandbox, in {}. The program is the body of an async function: it \
-         calls the functions declared below with `await` (fan out with Promise.all / \
-         asyncio.gather), and what it `return`s is the result; what it prints comes back as \
-         logs. Nothing else comes back, so filter and summarise in the program. The result is \
-         {{\"logs\": [...], \"value\": ...}} or {{\"logs\": [...], \"error\": {{\"kind\", \"message\"}}}}.",
-        languages.join(" or ")
-    );
-    if let Some(bytes) = catalogue.result_bytes {
-        description.push_str(&format!(
-            " A result over about {} tokens comes back shrunk: its largest strings and arrays \
-             cut, marked \"…[truncated N chars]\" and \"… N more items\", with \
-             \"truncated\": {{\"fromBytes\", \"toBytes\"}}; return only what you need.",
-            bytes / 4
-        ));
-    }
-    if pausing {
-        description.push_str(
-            " A call that needs the user's approval may pause the run: the result is then \
-             {\"logs\": [...], \"paused\": {\"pending\": [{\"id\", \"namespace\", \"function\", \"args\"}], \
-             \"checkpoint\": {...}}}; ask the user, then call resume_run with the checkpoint and \
-             the ids to allow or deny.",
-        );
-    }
-    if languages.contains(&"python") && !catalogue.python_packages.is_empty() {
-        description.push_str(&crate::packages_line(&catalogue.python_packages));
-    }
-    // Each language's declarations while they fit, in the config's order; the rest are a
-    // describe_tools call away.
-    let mut room = DESCRIPTION_BUDGET;
-    let mut left_out = Vec::new();
-    for (language, text) in declarations {
-        if text.len() > room {
-            left_out.push(language.as_str());
-            continue;
-        }
-        room -= text.len();
-        let fence = if language == "python" { "python" } else { "ts" };
-        description.push_str(&format!("\n\n{language}:\n```{fence}\n{text}\n```"));
-    }
-    if left_out.len() == declarations.len() {
-        let names: Vec<String> = catalogue
-            .namespaces
-            .iter()
-            .flat_map(|ns| ns.functions.keys().map(move |name| format!("{}.{name}", ns.global)))
-            .collect();
-        description.push_str(&format!(
-            "\n\nThe functions (describe_tools gives their declarations, search_tools finds them by keyword): {}",
-            names.join(", ")
-        ));
-    } else if !left_out.is_empty() {
-        description.push_str(&format!(
-            "\n\nFor {}, describe_tools with that language gives the same functions' declarations.",
-            left_out.join(" and ")
-        ));
-    }
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "code": { "type": "string", "description": "The program." },
-            "language": { "type": "string", "enum": languages, "description": format!("Default: {}.", languages[0]) },
-        },
-        "required": ["code"],
-    });
-    Tool::new("run_code", description, object(schema))
-}
-
-fn resume_run_tool() -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "checkpoint": { "type": "object", "description": "The paused result's checkpoint, as it came: the checkpoint, or the {\"kept\": ...} handle of one the server keeps (taken by the first resume_run that names it)." },
-            "allow": { "type": "array", "items": { "type": "integer" }, "description": "Ids of pending calls the user allows." },
-            "deny": {
-                "type": "array",
-                "items": { "type": "object", "properties": { "id": { "type": "integer" }, "reason": { "type": "string" } }, "required": ["id"] },
-                "description": "Pending calls the user denies, each with an optional reason the program sees.",
-            },
-        },
-        "required": ["checkpoint"],
-    });
-    Tool::new(
-        "resume_run",
-        "Continues a run that paused for the user's approval: the program runs again from its \
-         start, the calls it made before are answered as they were, the decisions apply to its \
-         pending calls, and it goes on. The result is as run_code's.",
-        object(schema),
-    )
-}
-
-/// `run_code`'s arguments.
-#[derive(Deserialize)]
-struct RunCode {
-    code: String,
-    /// One of the config's languages; the first when absent.
-    language: Option<String>,
-}
-
-/// `resume_run`'s arguments.
-#[derive(Deserialize)]
-struct ResumeRun {
-    /// The paused result's checkpoint, as it came (an object, or its JSON text).
-    checkpoint: serde_json::Value,
-    /// Ids of pending calls the user allows.
-    #[serde(default)]
-    allow: Option<Vec<u64>>,
-    /// Pending calls the user denies.
-    #[serde(default)]
-    deny: Option<Vec<Denial>>,
-}
-
-/// A denial of `resume_run`: a call id, or `{id, reason}`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Denial {
-    Id(u64),
-    Reasoned { id: u64, reason: Option<String> },
-}
-
-impl ResumeRun {
-    /// `allow` and `deny` as decisions.
-    fn decisions(&self) -> Decisions {
-        let mut decisions = Decisions::new();
-        for id in self.allow.iter().flatten() {
-            decisions = decisions.allow(*id);
-        }
-        for denial in self.deny.iter().flatten() {
-            let (id, reason) = match denial {
-                Denial::Id(id) => (*id, None),
-                Denial::Reasoned { id, reason } => (*id, reason.as_deref()),
-            };
-            decisions = decisions.deny(id, reason.unwrap_or("denied by the user"));
-        }
-        decisions
-    }
-}
-
-/// `search_tools`' arguments.
-#[derive(Deserialize)]
-struct SearchTools {
-    query: String,
-}
-
-/// `describe_tools`' arguments.
-#[derive(Deserialize)]
-struct DescribeTools {
-    /// `"namespace.function"` or namespace names.
-    names: Vec<String>,
-    language: Option<String>,
-}
-
-fn search_tools_tool() -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "query": { "type": "string", "maxLength": lookup::MAX_QUERY_BYTES, "description": "A few keywords." },
-        },
-        "required": ["query"],
-    });
-    Tool::new(
-        "search_tools",
-        "Finds the functions run_code's programs can call whose name or description matches the \
-         keywords: [{name: \"namespace.function\", description}], best first.",
-        object(schema),
-    )
-}
-
-fn describe_tools_tool(languages: &[&str]) -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "names": { "type": "array", "items": { "type": "string" }, "maxItems": lookup::MAX_DESCRIBE_NAMES, "description": "\"namespace.function\" or a namespace." },
-            "language": { "type": "string", "enum": languages },
-        },
-        "required": ["names"],
-    });
-    Tool::new(
-        "describe_tools",
-        "The declarations (TypeScript) or stubs (Python) of the named functions or namespaces, \
-         as run_code's programs call them.",
-        object(schema),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use code_runtime::Decision;
-
-    use super::*;
-
-    fn arguments<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
-        serde_json::from_value(value).map_err(|error| error.to_string())
-    }
-
-    #[test]
-    fn resume_run_takes_ids_and_reasoned_denials() {
-        let resume: ResumeRun = arguments(serde_json::json!({
-            "checkpoint": {},
-            "allow": [1],
-            "deny": [2, {"id": 3, "reason": "not today"}, {"id": 4}],
-        }))
-        .unwrap();
-        let decisions = resume.decisions();
-        assert_eq!(decisions.get(1), Some(&Decision::Allow));
-        assert_eq!(decisions.get(2), Some(&Decision::deny("denied by the user")));
-        assert_eq!(decisions.get(3), Some(&Decision::deny("not today")));
-        assert_eq!(decisions.get(4), Some(&Decision::deny("denied by the user")));
-        let none: ResumeRun =
-            arguments(serde_json::json!({"checkpoint": "{}", "allow": null})).unwrap();
-        assert_eq!(none.decisions(), Decisions::new());
-        let wrong = arguments::<ResumeRun>(serde_json::json!({"checkpoint": {}, "allow": ["1"]}));
-        assert!(wrong.is_err());
-        let missing = arguments::<ResumeRun>(serde_json::json!({"allow": [1]})).err().unwrap();
-        assert!(missing.contains("checkpoint"), "{missing}");
-    }
-
-    #[test]
-    fn a_missing_or_mistyped_argument_is_named() {
-        let missing = arguments::<RunCode>(serde_json::json!({"language": "python"})).err();
-        assert!(missing.unwrap().contains("`code`"));
-        let mistyped = arguments::<DescribeTools>(serde_json::json!({"names": "tools"})).err();
-        assert!(mistyped.unwrap().contains("sequence"));
-        let query = arguments::<SearchTools>(serde_json::json!({"query": 7})).err();
-        assert!(query.unwrap().contains("string"));
     }
 }

@@ -33,7 +33,7 @@ use crate::bell::{Bell, Spins};
 use crate::outcome::outcome_tuple;
 
 /// How long a poll looks at the bell before it returns (see the module's doc): the isolate's
-/// own wait for the host spins as long (`code-runtime-worker-thread`'s `message.rs`).
+/// own wait for the host spins as long (`code-runtime-worker-thread/src/message.rs`).
 const SPIN: Duration = Duration::from_micros(50);
 
 /// How many times one poll polls the run again after its bell rang: a bound on how long the loop

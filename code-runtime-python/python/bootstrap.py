@@ -407,7 +407,7 @@ class _Binding:
         self._parameters = parameters
 
     def _argument(self, label, args, kwargs):
-        # One JSON argument: none is `null`, keywords are one object (DESIGN.md §9 items 7-8).
+        # One JSON argument: none is `null`, keywords are one object (docs/design.md §9 items 7-8).
         parameters = self._parameters
         if parameters is None:
             if args and kwargs:
@@ -959,9 +959,17 @@ def _recorded(binding, ident):
 
 
 def _give_recorded():
+    """Hands the program the recorded replies whose turn has come, in their first order, each on
+    a later turn of the loop, as a live reply arrives: calls that raced then settle in the order
+    they settled the first time. (Settled at once, both would be done before the program waits
+    on them, and asyncio has no order for futures already done.)"""
     global _next_rank
     while _next_rank in _ready:
-        _dispatch(_ready.pop(_next_rank))
+        reply = _ready.pop(_next_rank)
+        if _loop is None:
+            _dispatch(reply)
+        else:
+            _loop.call_soon(_dispatch, reply)
         _next_rank += 1
 
 

@@ -1,10 +1,11 @@
 # The zygote: a fork server in a sandbox cell of its own, whose forks become the cells of runs.
 #
-# It speaks code-runtime-sandbox's zygote protocol (code-runtime-sandbox/src/zygote.rs) on fd 3, a
-# SOCK_SEQPACKET socket: first the bootstrap's prelude (which it loads, without running a program)
-# and the recipe (the layers every child applies, as the host computed them), answered with
-# `ready`; then one message per run: the run's settings as JSON, with its stdin, stdout, stderr,
-# channel and report socket. No frame of any program ever reaches this process, and nothing a run
+# It is a cell server of code-runtime-sandbox's (code-runtime-sandbox/src/cell_server.rs) on fd 3,
+# a SOCK_SEQPACKET socket: first the bootstrap's prelude (which it loads, without running a
+# program) and the hello, whose plan is the recipe (the layers every child applies, as the host
+# computed them), answered with `ready` and the host's build (a zygote is always the host's own
+# build: the host wrote every file it runs); then one message per run: the run's settings as
+# JSON, with its stdin, stdout, stderr, channel and report socket. No frame of any program ever reaches this process, and nothing a run
 # does comes back: each run is a fork of it that enters namespaces of its own.
 #
 #   zygote ──clone──▶ B: PID 1 of the run, in new user, mount, pid, ipc, uts and net namespaces
@@ -54,7 +55,8 @@ _scope = {"__name__": "__main__", "_FD": 3, "_PRELUDE": b"", "_ZYGOTE": True}
 exec(marshal.loads(_prelude[10:_end]), _scope)
 del _prelude, _end
 _recipe, _rights, _flags, _address = _control.recvmsg(1 << 20, _socket.CMSG_SPACE(4))
-_recipe = _scope["_loads"](_recipe)
+_hello = _scope["_loads"](_recipe)
+_recipe = _hello["plan"]
 # The run's init as an executable (code-runtime-sandbox's run_init.rs), where the host has one.
 _RUN_INIT = next(
     (
@@ -606,7 +608,8 @@ _filled = _fill_small_blocks()
 # address-space limit.
 _OVERHEAD = max(0, _address_space() - _bare)
 gc.freeze()
-_control.send(b"ready")
+_control.send(('{"ready": {"build": "%s", "containment": null}}' % _hello["build"]).encode())
+del _hello
 while True:
     try:
         _request, _rights, _flags, _address = _control.recvmsg(1 << 16, _socket.CMSG_SPACE(5 * 4))

@@ -58,7 +58,7 @@ pub struct PythonConfig {
     /// clips logs and refuses oversized values and arguments before sending them).
     pub max_frame_bytes: Option<usize>,
     /// The layers of the sandbox cell every run executes in, and whether a layer this machine
-    /// cannot give is a construction error (`sandbox.require`, the default: DESIGN.md's
+    /// cannot give is a construction error (`sandbox.require`, the default: docs/design.md's
     /// `require_sandbox`). See [`PythonCodeRuntime::containment`](crate::PythonCodeRuntime::containment).
     pub sandbox: SandboxOptions,
     /// Processes and threads a run may have at once, all of its cell together, the cell's init

@@ -166,48 +166,7 @@ pub(crate) fn boot(
         if index > 0 {
             out.push(',');
         }
-        out.push_str("{\"global\":");
-        out.push_str(&json::quote(&namespace.global));
-        out.push_str(",\"names\":[");
-        for (index, name) in namespace.functions.keys().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            out.push_str(&json::quote(name));
-        }
-        out.push(']');
-        // Positional parameter names, for the functions whose input schema has them.
-        let mut parameters = namespace
-            .functions
-            .iter()
-            .filter_map(|(name, function)| Some((name, function.parameters()?)))
-            .peekable();
-        if parameters.peek().is_some() {
-            out.push_str(",\"parameters\":{");
-            for (index, (name, names)) in parameters.enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&json::quote(name));
-                out.push_str(":[");
-                for (index, parameter) in names.iter().enumerate() {
-                    if index > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&json::quote(parameter));
-                }
-                out.push(']');
-            }
-            out.push('}');
-        }
-        if let Some(class) = &namespace.error_class {
-            out.push_str(",\"errorClass\":{\"name\":");
-            out.push_str(&json::quote(&class.name));
-            out.push_str(",\"memberNameProperty\":");
-            out.push_str(&json::quote(&class.member_name_property));
-            out.push('}');
-        }
-        out.push('}');
+        boot_namespace(namespace, &mut out);
     }
     out.push(']');
     boot_globals(globals, &mut out);
@@ -240,6 +199,53 @@ pub(crate) fn boot(
     }
     out.push_str("}}");
     out
+}
+
+/// One namespace of the boot frame: its global, its functions' names, their positional
+/// parameter names (for the functions whose input schema has them), and its error class.
+fn boot_namespace(namespace: &CodeBindingNamespace, out: &mut String) {
+    out.push_str("{\"global\":");
+    out.push_str(&json::quote(&namespace.global));
+    out.push_str(",\"names\":[");
+    for (index, name) in namespace.functions.keys().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(&json::quote(name));
+    }
+    out.push(']');
+    // Positional parameter names, for the functions whose input schema has them.
+    let mut parameters = namespace
+        .functions
+        .iter()
+        .filter_map(|(name, function)| Some((name, function.parameters()?)))
+        .peekable();
+    if parameters.peek().is_some() {
+        out.push_str(",\"parameters\":{");
+        for (index, (name, names)) in parameters.enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push_str(&json::quote(name));
+            out.push_str(":[");
+            for (index, parameter) in names.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&json::quote(parameter));
+            }
+            out.push(']');
+        }
+        out.push('}');
+    }
+    if let Some(class) = &namespace.error_class {
+        out.push_str(",\"errorClass\":{\"name\":");
+        out.push_str(&json::quote(&class.name));
+        out.push_str(",\"memberNameProperty\":");
+        out.push_str(&json::quote(&class.member_name_property));
+        out.push('}');
+    }
+    out.push('}');
 }
 
 /// One of `replay.answers`: `[function, rank, t, true, value]`, `[function, rank, t, false,
@@ -419,7 +425,7 @@ mod tests {
         );
         assert_eq!(parse(r#"{"type":"log","text":42}"#), None);
         assert_eq!(parse(r#"{"type":"log"}"#), None);
-        // There is no in-band truncation marker (DESIGN.md §9.1): a `truncated` flag means nothing.
+        // There is no in-band truncation marker (docs/design.md §9.1): a `truncated` flag means nothing.
         assert_eq!(
             parse(r#"{"type":"log","text":"x","truncated":true}"#),
             Some(ChildFrame::Log { text: "x".into() })

@@ -9,84 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::cell_io::{CellExit, CellIo, pipe};
 use crate::child::{self, MOUNT_STEPS, Stage};
+use crate::message::{millis, readable};
 use crate::plan::{CELL_ID, CellLimits, Fds, Maps, Plan, Spawn, WorkerEnd};
+use crate::usage::{Usage, children};
 use crate::{Containment, SandboxError};
-
-/// The descriptors a cell's program gets as 0, 1, 2 and 3.
-#[derive(Debug)]
-pub struct CellIo {
-    /// The program's standard input.
-    pub stdin: OwnedFd,
-    /// Its standard output.
-    pub stdout: OwnedFd,
-    /// Its standard error.
-    pub stderr: OwnedFd,
-    /// Its descriptor 3: the channel to the host.
-    pub channel: OwnedFd,
-}
-
-/// A pipe for a cell's standard streams: both ends close-on-exec (the cell gets its own copy of
-/// the end it keeps), and non-blocking when asked (a cell then loses what it writes to a full
-/// pipe rather than waiting for a host that reads it only once the cell is gone).
-///
-/// # Errors
-///
-/// What `pipe2` reports (out of descriptors).
-pub fn pipe(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    let flags = libc::O_CLOEXEC | if nonblocking { libc::O_NONBLOCK } else { 0 };
-    // SAFETY: pipe2 writes two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), flags) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// How a cell ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CellExit {
-    /// The program ended: its exit code, or `128 + signal` when a signal killed it.
-    Exited(i32),
-    /// The cell's init was killed by a signal (the host's [`Cell::kill`], or the kernel).
-    Killed(i32),
-}
-
-impl CellExit {
-    /// The program's status: its exit code, or `128 + signal`; `None` when the init was killed.
-    pub fn status(self) -> Option<i32> {
-        match self {
-            CellExit::Exited(code) => Some(code),
-            CellExit::Killed(_) => None,
-        }
-    }
-
-    /// Whether the kernel's CPU limit (`RLIMIT_CPU`) ended the program: `SIGXCPU`, or the
-    /// `SIGKILL` that follows it, when the cell had used (within 100 ms) its `budget` of CPU
-    /// time.
-    pub fn by_cpu_limit(self, cpu_used: Duration, budget: Duration) -> bool {
-        let status = self.status();
-        status == Some(128 + libc::SIGXCPU)
-            || (status == Some(128 + libc::SIGKILL)
-                && cpu_used + Duration::from_millis(100) >= budget)
-    }
-}
-
-/// What a cell uses right now, all its processes together.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// CPU time of every process of the cell, living or reaped.
-    pub cpu: Duration,
-    /// Resident memory of every process (file pages included: an upper bound of
-    /// [`memory_bytes`](Usage::memory_bytes), cheap to read), plus the files in the cell's `/tmp`.
-    pub resident_bytes: u64,
-    /// Private resident memory of every process, plus the files in the cell's `/tmp`. Counts
-    /// nothing of shared memory: [`Cell::memory`] does.
-    pub memory_bytes: u64,
-    /// Processes in the cell (its init excluded).
-    pub processes: usize,
-}
 
 /// A running cell. Dropping it kills the cell; reaping it then happens on the reaper thread.
 #[derive(Debug)]
@@ -253,26 +181,8 @@ impl Cell {
         if self.exit.is_some() {
             return Usage::default();
         }
-        let mut usage = Usage::default();
-        let mut pending = children(self.pid);
-        let mut seen = 0usize;
-        while let Some(pid) = pending.pop() {
-            // A fork bomb is bounded by the process limit; this bound guards the host anyway.
-            seen += 1;
-            if seen > 4096 {
-                break;
-            }
-            if let Some((cpu, memory, resident)) = process_usage(pid) {
-                usage.cpu += cpu;
-                usage.memory_bytes += memory;
-                usage.resident_bytes += resident;
-                usage.processes += 1;
-            }
-            pending.extend(children(pid));
-        }
-        // Orphans are re-parented to the init, which reaps them: their time is in its children's.
-        usage.cpu += reaped_children_cpu(self.pid).unwrap_or_default();
         let tmp = self.tmp_bytes();
+        let mut usage = crate::usage::of_processes_under(self.pid);
         usage.memory_bytes += tmp;
         usage.resident_bytes += tmp;
         usage
@@ -298,23 +208,7 @@ impl Cell {
         if self.exit.is_some() {
             return 0;
         }
-        let mut total = 0u64;
-        let mut pending = children(self.pid);
-        let mut seen = 0usize;
-        while let Some(pid) = pending.pop() {
-            seen += 1;
-            if seen > 4096 {
-                break;
-            }
-            let held = match proportional_memory(pid) {
-                Ok(Some(bytes)) => bytes,
-                Ok(None) => process_usage(pid).map_or(0, |(_, private, _)| private),
-                Err(_) => process_usage(pid).map_or(0, |(_, _, resident)| resident),
-            };
-            total = total.saturating_add(held);
-            pending.extend(children(pid));
-        }
-        total.saturating_add(self.tmp_bytes())
+        crate::usage::memory_of_processes_under(self.pid).saturating_add(self.tmp_bytes())
     }
 
     /// Bytes of files in the cell's `/tmp` (seen through a process of the cell).
@@ -383,55 +277,24 @@ impl Drop for Cell {
     }
 }
 
-/// Whether `fd` is readable within `timeout_ms` (-1: whenever it is); a pidfd is once its
-/// process has ended.
-pub(crate) fn readable(fd: &OwnedFd, timeout_ms: libc::c_int) -> bool {
-    let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    loop {
-        // SAFETY: poll on one pollfd we own.
-        let ready = unsafe { libc::poll(&mut poll, 1, timeout_ms) };
-        if ready >= 0 {
-            return ready > 0;
-        }
-        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return false;
-        }
-    }
-}
-
-/// How a cell started by another process ended, as it reported on `report`: `exit <status>` (a
-/// zygote's init, or the spawner process), `killed <signal>` (the spawner process, for an init a
-/// signal ended); `None` when nothing was reported.
+/// How a cell started by another process ended, as it reported on `report` (a zygote's init,
+/// or the spawner process); `None` when nothing was reported.
 pub(crate) fn reported_exit(report: &OwnedFd) -> Option<CellExit> {
-    let number = |text: &[u8]| std::str::from_utf8(text).ok()?.parse().ok();
     loop {
         let (message, _) = crate::message::receive(report.as_fd(), 0).ok()?;
         if message.is_empty() {
             return None;
         }
-        if let Some(status) = message.strip_prefix(b"exit ") {
-            return number(status).map(CellExit::Exited);
+        if let Some(crate::cell_server::Report::Ended(exit)) =
+            crate::cell_server::Report::parse(&message)
+        {
+            return Some(exit);
         }
-        if let Some(signal) = message.strip_prefix(b"killed ") {
-            return number(signal).map(CellExit::Killed);
-        }
-    }
-}
-
-/// What the spawner process reports for a cell that ended as `exit`.
-pub(crate) fn exit_report(exit: CellExit) -> String {
-    match exit {
-        CellExit::Exited(status) => format!("exit {status}"),
-        CellExit::Killed(signal) => format!("killed {signal}"),
     }
 }
 
 /// How long the report of an ended cell started by another process may take to arrive.
 const REPORT_WITHIN: Duration = Duration::from_secs(5);
-
-pub(crate) fn millis(duration: Duration) -> libc::c_int {
-    libc::c_int::try_from(duration.as_millis()).unwrap_or(libc::c_int::MAX)
-}
 
 impl Cell {
     /// A cell another process started (a zygote's fork, or the spawner process's) as the host's:
@@ -495,79 +358,6 @@ fn wait(pidfd: &OwnedFd, flags: libc::c_int) -> io::Result<Option<CellExit>> {
         libc::CLD_EXITED => CellExit::Exited(status),
         _ => CellExit::Killed(status),
     }))
-}
-
-/// The children of every thread of `pid`.
-fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
-    tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|list| {
-            list.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// `Pss_Anon` plus `Pss_Shmem` of `pid`, in bytes: what it holds of anonymous and shared memory;
-/// `None` where the kernel does not tell them apart.
-fn proportional_memory(pid: libc::pid_t) -> std::io::Result<Option<u64>> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))?;
-    let field = |name: &str| -> Option<u64> {
-        let line = rollup.lines().find_map(|line| line.strip_prefix(name))?;
-        line.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
-    };
-    Ok(field("Pss_Anon:")
-        .zip(field("Pss_Shmem:"))
-        .map(|(anon, shmem)| anon.saturating_add(shmem).saturating_mul(1024)))
-}
-
-/// CPU time (its own and its reaped children's), private resident memory, and resident memory
-/// of `pid`.
-fn process_usage(pid: libc::pid_t) -> Option<(Duration, u64, u64)> {
-    // The process's own time from its CPU clock (nanoseconds; `/proc`'s ticks are 10 ms), what
-    // it reaped from `/proc` (cutime, cstime).
-    let own = process_clock(pid).or_else(|| cpu_fields(pid, 11..13))?;
-    let cpu = own + cpu_fields(pid, 13..15)?;
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: Vec<u64> = statm.split_whitespace().filter_map(|field| field.parse().ok()).collect();
-    let resident = *pages.get(1)?;
-    let private = resident.saturating_sub(*pages.get(2)?);
-    // SAFETY: sysconf has no preconditions.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    Some((cpu, private.saturating_mul(page), resident.saturating_mul(page)))
-}
-
-/// The CPU time of every thread of `pid`, read from its process CPU clock.
-fn process_clock(pid: libc::pid_t) -> Option<Duration> {
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: clock_getcpuclockid writes one clockid_t we own.
-    if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
-        return None;
-    }
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec we own; a stale clock id fails.
-    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
-        return None;
-    }
-    Some(Duration::new(u64::try_from(now.tv_sec).ok()?, u32::try_from(now.tv_nsec).ok()?))
-}
-
-/// CPU time of the children `pid` has reaped.
-fn reaped_children_cpu(pid: libc::pid_t) -> Option<Duration> {
-    // cutime, cstime.
-    cpu_fields(pid, 13..15)
-}
-
-/// The sum of the clock-tick fields `range` of `/proc/<pid>/stat`, counted from the first field
-/// after the command name (which may hold spaces and parentheses): utime, the 14th field, is 11.
-fn cpu_fields(pid: libc::pid_t, range: std::ops::Range<usize>) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(range)?.iter().filter_map(|field| field.parse::<u64>().ok()).sum();
-    // SAFETY: sysconf has no preconditions.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1);
-    Some(Duration::from_millis(ticks.saturating_mul(1000) / hz))
 }
 
 /// `struct clone_args`, as far as `CLONE_ARGS_SIZE_VER2`.

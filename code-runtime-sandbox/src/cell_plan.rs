@@ -5,7 +5,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cell::{self, Cell, CellIo};
+use crate::cell::{self, Cell};
+use crate::cell_io::CellIo;
 use crate::cell_spec::CellSpec;
 use crate::landlock::Ruleset;
 use crate::mounts::{self, cstring};

@@ -5,7 +5,7 @@ use std::fmt;
 
 /// The layers that hold for the cells of one [`CellPlan`](crate::CellPlan), as probed on this
 /// machine. Each is either in force for every cell of the plan or for none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Containment {
     /// A user namespace: the program runs as an unprivileged uid with no capabilities, also when
@@ -90,7 +90,7 @@ impl fmt::Display for Containment {
 
 /// Which layers a host asks for. The default asks for all of them; switching one off is for
 /// measuring what it costs, or for a host that contains programs some other way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Options {
     /// Namespaces (user, pid, mount, network, ipc, uts). Without them a cell is a process tree
     /// under a subreaper of ours, fenced by Landlock, seccomp and rlimits.

@@ -1,5 +1,5 @@
 //! OS containment for code-runtime: *cells*, process trees started by the host whose view of the
-//! machine is empty unless granted (DESIGN.md §10, docs/security.md).
+//! machine is empty unless granted (docs/design.md §10, docs/security.md).
 //!
 //! A provider describes the program once ([`CellSpec`]: the executable, its arguments, the host
 //! paths it may read, the layers asked for) and gets a [`CellPlan`]; each run then starts a fresh
@@ -73,9 +73,12 @@
 
 pub mod cache;
 mod cell;
+mod cell_io;
 mod cell_plan;
+mod cell_server;
 mod cell_spec;
 mod child;
+mod child_mounts;
 mod containment;
 mod error;
 mod landlock;
@@ -90,10 +93,12 @@ mod spawner;
 mod spawner_process;
 mod spawner_server;
 mod threads;
+mod usage;
 mod watch;
 mod zygote;
 
-pub use crate::cell::{Cell, CellExit, CellIo, Usage, cells_alive, pipe};
+pub use crate::cell::{Cell, cells_alive};
+pub use crate::cell_io::{CellExit, CellIo, pipe};
 pub use crate::cell_plan::CellPlan;
 pub use crate::cell_spec::CellSpec;
 pub use crate::containment::{Containment, Options};
@@ -104,5 +109,6 @@ pub use crate::spawner_server::{
     serve as serve_spawner_process, serve_calling as serve_spawner_process_calling,
 };
 pub use crate::threads::threads_in_this_process;
+pub use crate::usage::Usage;
 pub use crate::watch::WatchedCell;
 pub use crate::zygote::Zygote;

@@ -1,8 +1,9 @@
-//! Messages on Unix sockets with descriptors attached (`SCM_RIGHTS`): what the host and a
-//! zygote or the spawner process say to each other (see `zygote.rs`, `spawner_process.rs`).
+//! Messages on Unix sockets with descriptors attached (`SCM_RIGHTS`): how the host and a cell
+//! server say what `cell_server.rs` defines.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 /// The largest message either side reads.
 const MESSAGE_BYTES: usize = 1 << 16;
@@ -132,15 +133,31 @@ pub(crate) fn receive(
     Ok((buffer, fds))
 }
 
-/// `bytes` in hexadecimal, as the zygote's recipe and the spawner's hello carry bytes in JSON.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 /// The pid a pidfd names, in this process's pid namespace (its `fdinfo`).
 pub(crate) fn pid_of(pidfd: &OwnedFd) -> Option<libc::pid_t> {
     let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
     let pid: libc::pid_t =
         info.lines().find_map(|line| line.strip_prefix("Pid:"))?.trim().parse().ok()?;
     (pid > 0).then_some(pid)
+}
+
+/// Whether `fd` is readable within `timeout_ms` (-1: whenever it is); a pidfd is once its
+/// process has ended.
+pub(crate) fn readable(fd: &OwnedFd, timeout_ms: libc::c_int) -> bool {
+    let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: poll on one pollfd we own.
+        let ready = unsafe { libc::poll(&mut poll, 1, timeout_ms) };
+        if ready >= 0 {
+            return ready > 0;
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+/// `duration` in milliseconds, as `poll` takes it.
+pub(crate) fn millis(duration: Duration) -> libc::c_int {
+    libc::c_int::try_from(duration.as_millis()).unwrap_or(libc::c_int::MAX)
 }

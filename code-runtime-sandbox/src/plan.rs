@@ -14,7 +14,7 @@ use crate::mounts::Step;
 pub(crate) const CELL_ID: u32 = 1000;
 
 /// The resource limits of a cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CellLimits {
     /// The address space of each process (`RLIMIT_AS`), and the size of the cell's `/tmp`
     /// (which holds the work directory and `/dev/shm`), in bytes.
@@ -31,7 +31,7 @@ pub struct CellLimits {
     pub file_bytes: u64,
 }
 
-/// Processes and threads of a cell unless its host says otherwise (DESIGN.md §10).
+/// Processes and threads of a cell unless its host says otherwise (docs/design.md §10).
 pub const DEFAULT_PROCESSES: u32 = 64;
 
 impl CellLimits {

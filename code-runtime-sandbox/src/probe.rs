@@ -8,7 +8,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use crate::cell::{self, CellExit, CellIo};
+use crate::cell;
+use crate::cell_io::{CellExit, CellIo};
 use crate::child::{MOUNT_STEPS, Stage};
 use crate::landlock::{self, Ruleset};
 use crate::mounts;

@@ -17,40 +17,25 @@
 //! and reports how it ended. The cells die with it (their parent-death signal), and it dies with
 //! the host's spawner thread (its own), like every cell the host starts itself.
 //!
-//! ## The protocol (fd 3 of the spawner process, a `SOCK_SEQPACKET` socket; one message each)
-//!
-//! 1. host → spawner: JSON `{"protocol", "spec"}`: the protocol's name and version, and the
-//!    cell spec (paths as the hex of their bytes).
-//! 2. spawner → host: `ready <containment>` (as `Debug` prints it: the host compares it with its
-//!    own plan's, so a spawner whose machine or build plans other cells is not used), or
-//!    `failed <why>`.
-//! 3. host → spawner, per cell: JSON `{"limits", "outer"}` (the cell's limits, the uid a root
-//!    host maps its user to) with five descriptors: stdin, stdout, stderr, channel, and the
-//!    cell's end of a report socket.
-//! 4. On the report socket: `ready` with pidfds of the cell's init and of its program's process,
-//!    or `failed <why>`; later `exit <status>` or `killed <signal>` once the init is reaped.
+//! It is a cell server (`cell_server.rs`): its hello carries the [`CellSpec`], from which it
+//! plans the same cells as the host, and it answers with the layers they have; a spawner process
+//! whose build, or whose machine's layers, differ from the host's is not used.
 
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value as JsonValue, json};
-
-use crate::cell::{self, Cell, CellIo, millis, readable};
+use crate::SandboxError;
+use crate::cell::{self, Cell};
+use crate::cell_io::CellIo;
+use crate::cell_server::{
+    self, Answer, Asked, CONTROL_FD, Hello, SpawnerCell, WireSpec, ask_for_cell,
+};
 use crate::cell_spec::CellSpec;
-use crate::message::{hex, pid_of, receive, send, seqpacket, set_nonblocking};
+use crate::message::{readable, receive, send, seqpacket, set_nonblocking};
 use crate::plan::{CellLimits, Plan};
-use crate::{Options, SandboxError};
-
-/// The protocol's name and version; a spawner of another build refuses a host's hello.
-pub(crate) const PROTOCOL: &str = concat!("code-runtime-spawner/1 ", env!("CARGO_PKG_VERSION"));
-
-/// The spawner process's descriptor to the host.
-pub(crate) const CONTROL_FD: libc::c_int = 3;
 
 /// How long the spawner process may take to say it is ready: an `exec`, and without a machine
 /// cache a probe of trial cells. Cells start in the host meanwhile.
@@ -234,8 +219,8 @@ impl SpawnerProcess {
         drop(child_end);
         let process = Process { child: Some(child), control };
         set_nonblocking(&process.control)?;
-        let hello = json!({ "protocol": PROTOCOL, "spec": spec_json(&self.spec) });
-        send(process.control.as_fd(), hello.to_string().as_bytes(), &[])?;
+        let hello = cell_server::encode(&Hello::new(WireSpec::from(&self.spec)));
+        send(process.control.as_fd(), &hello, &[])?;
         Ok(process)
     }
 }
@@ -277,8 +262,10 @@ fn hello_reply(process: &Process, plan: &Plan) -> Reply {
     if message.is_empty() {
         return Reply::Gone;
     }
-    let ours = format!("ready {:?}", plan.containment);
-    if message == ours.as_bytes() { Reply::Ready } else { Reply::Refused }
+    match cell_server::decode::<Answer>(&message) {
+        Ok(answer) if answer.accepts(Some(plan.containment)) => Reply::Ready,
+        _ => Reply::Refused,
+    }
 }
 
 /// Asks the spawner process for a cell and waits for it.
@@ -287,141 +274,34 @@ fn request(process: &Process, plan: &Arc<Plan>, io: &CellIo, limits: &CellLimits
         started: Err(SandboxError::Start { step, source }),
         broken,
     };
-    let (report, cell_end) = match seqpacket() {
-        Ok(pair) => pair,
+    let request = SpawnerCell { limits: *limits, outer: cell::next_outer_id() };
+    let asked = match ask_for_cell(&process.control, &request, io, CELL_WITHIN) {
+        Ok(asked) => asked,
         Err(error) => return failed("creating a socket", error, false),
     };
-    let request = json!({
-        "limits": [
-            limits.memory_bytes,
-            limits.cpu_seconds,
-            limits.processes,
-            limits.open_files,
-            limits.file_bytes,
-        ],
-        "outer": cell::next_outer_id(),
-    });
-    let fds = [&io.stdin, &io.stdout, &io.stderr, &io.channel, &cell_end].map(AsRawFd::as_raw_fd);
-    if send(process.control.as_fd(), request.to_string().as_bytes(), &fds).is_err() {
+    // Once the request is sent the spawner process may have started a cell on `io`: a failure
+    // is this run's, never a second cell on the same descriptors.
+    match asked {
+        Asked::Ready { init, worker, report } => {
+            let cell = Cell::forked(plan.clone(), init, worker, report, false);
+            Outcome { started: Ok(Started::Cell(cell)), broken: false }
+        }
         // Gone, or so stuck that its socket is full: nothing was started with these, so the
         // host starts this cell itself.
-        return Outcome { started: Ok(Started::Unavailable), broken: true };
-    }
-    drop(cell_end);
-    // From here on the spawner process may have started a cell on `io`: a failure is this
-    // run's, never a second cell on the same descriptors.
-    if !readable(&report, millis(CELL_WITHIN)) {
-        let timed_out = io::ErrorKind::TimedOut.into();
-        return failed("waiting for the spawner process", timed_out, true);
-    }
-    let (message, mut pidfds) = match receive(report.as_fd(), 2) {
-        Ok(received) => received,
-        Err(error) => return failed("reading the spawner process's report", error, true),
-    };
-    if message != b"ready" || pidfds.is_empty() {
-        return match message.strip_prefix(b"failed ") {
-            Some(why) => {
-                let why = io::Error::other(String::from_utf8_lossy(why).into_owned());
-                failed("starting a cell in the spawner process", why, false)
-            }
-            None => {
-                let why = io::Error::other("the spawner process ended first");
-                failed("starting a cell in the spawner process", why, true)
-            }
-        };
-    }
-    let worker = (pidfds.len() > 1).then(|| pidfds.remove(1));
-    let init = pidfds.remove(0);
-    let Some(pid) = pid_of(&init) else {
-        let why = io::Error::other("its pidfd names no pid");
-        return failed("finding the spawner process's cell", why, false);
-    };
-    let cell = Cell::forked(plan.clone(), (init, pid), worker, report, false);
-    Outcome { started: Ok(Started::Cell(cell)), broken: false }
-}
-
-pub(crate) fn spec_json(spec: &CellSpec) -> JsonValue {
-    let path = |path: &std::path::Path| hex(path.as_os_str().as_bytes());
-    let Options { namespaces, landlock, seccomp, require } = spec.options;
-    json!({
-        "executable": path(&spec.executable),
-        "args": spec.args.iter().map(|arg| hex(arg.as_bytes())).collect::<Vec<_>>(),
-        "read_only": spec.read_only.iter().map(|read| path(read)).collect::<Vec<_>>(),
-        "options": [namespaces, landlock, seccomp, require],
-        "machine_cache": spec.machine_cache.as_deref().map(path),
-    })
-}
-
-pub(crate) fn spec_of(json: &JsonValue) -> Option<CellSpec> {
-    let bytes = |value: &JsonValue| -> Option<OsString> {
-        let text = value.as_str()?;
-        let digits = text.as_bytes();
-        if digits.len() % 2 != 0 {
-            return None;
+        Asked::NotSent(_) => Outcome { started: Ok(Started::Unavailable), broken: true },
+        Asked::TimedOut => {
+            failed("waiting for the spawner process", io::ErrorKind::TimedOut.into(), true)
         }
-        let decoded: Option<Vec<u8>> = digits
-            .chunks(2)
-            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-            .collect();
-        Some(OsString::from_vec(decoded?))
-    };
-    let list = |value: &JsonValue| -> Option<Vec<OsString>> {
-        value.as_array()?.iter().map(bytes).collect()
-    };
-    let options = json.get("options")?.as_array()?;
-    let flag = |index: usize| options.get(index)?.as_bool();
-    Some(CellSpec {
-        executable: PathBuf::from(bytes(json.get("executable")?)?),
-        args: list(json.get("args")?)?,
-        read_only: list(json.get("read_only")?)?.into_iter().map(PathBuf::from).collect(),
-        options: Options {
-            namespaces: flag(0)?,
-            landlock: flag(1)?,
-            seccomp: flag(2)?,
-            require: flag(3)?,
-        },
-        machine_cache: match json.get("machine_cache")? {
-            JsonValue::Null => None,
-            value => Some(PathBuf::from(bytes(value)?)),
-        },
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_spec_crosses_to_the_spawner_process_byte_for_byte() {
-        let odd = OsString::from_vec(b"/tmp/not \xff utf-8/\"x\"".to_vec());
-        let spec = CellSpec {
-            executable: PathBuf::from("/usr/bin/cell"),
-            args: vec![OsString::from("cell"), odd.clone(), OsString::new()],
-            read_only: vec![PathBuf::from(&odd), PathBuf::from("/opt/a b")],
-            options: Options { namespaces: true, landlock: false, seccomp: true, require: false },
-            machine_cache: Some(PathBuf::from(&odd)),
-        };
-        let json = spec_json(&spec);
-        let back = spec_of(&serde_json::from_str(&json.to_string()).unwrap()).unwrap();
-        assert_eq!(back.executable, spec.executable);
-        assert_eq!(back.args, spec.args);
-        assert_eq!(back.read_only, spec.read_only);
-        assert_eq!(back.machine_cache, spec.machine_cache);
-        let Options { namespaces, landlock, seccomp, require } = back.options;
-        assert_eq!((namespaces, landlock, seccomp, require), (true, false, true, false));
-        let none = CellSpec { machine_cache: None, ..spec };
-        assert_eq!(spec_of(&spec_json(&none)).unwrap().machine_cache, None);
-    }
-
-    #[test]
-    fn a_malformed_spec_is_refused() {
-        for bad in [
-            json!({}),
-            json!({"executable": "2f7", "args": [], "read_only": [], "options": [true, true, true, true], "machine_cache": null}),
-            json!({"executable": "zz", "args": [], "read_only": [], "options": [true, true, true, true], "machine_cache": null}),
-            json!({"executable": "2f", "args": [], "read_only": [], "options": [true], "machine_cache": null}),
-        ] {
-            assert!(spec_of(&bad).is_none(), "{bad}");
+        Asked::Failed(why) => {
+            failed("starting a cell in the spawner process", io::Error::other(why), false)
+        }
+        Asked::Gone => failed(
+            "starting a cell in the spawner process",
+            io::Error::other("the spawner process ended first"),
+            true,
+        ),
+        Asked::Broken(why) => {
+            failed("finding the spawner process's cell", io::Error::other(why), true)
         }
     }
 }

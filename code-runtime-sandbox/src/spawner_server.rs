@@ -4,13 +4,14 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
-use serde_json::Value as JsonValue;
-
-use crate::cell::{self, Cell, CellIo, exit_report, readable};
+use crate::cell::{self, Cell};
+use crate::cell_io::{CellExit, CellIo};
 use crate::cell_plan::CellPlan;
-use crate::message::{receive, send};
-use crate::plan::{CellLimits, WorkerEnd};
-use crate::spawner_process::{CONTROL_FD, PROTOCOL, spec_of};
+use crate::cell_server::{
+    self, Answer, BUILD, CONTROL_FD, Hello, Report, SpawnerCell, WireSpec, decode, encode,
+};
+use crate::message::{readable, receive, send};
+use crate::plan::WorkerEnd;
 
 /// Serves as the spawner process of the host that executed this process with its fd 3 the
 /// spawner's socket: never returns. The host's executable calls it when its arguments say so
@@ -80,8 +81,8 @@ fn serve_until_gone(end: WorkerEnd) -> libc::c_int {
                 continue;
             }
             let (mut cell, report) = cells.swap_remove(index - 1);
-            let exit = cell.wait().unwrap_or(cell::CellExit::Killed(libc::SIGKILL));
-            let _ = send(report.as_fd(), exit_report(exit).as_bytes(), &[]);
+            let exit = cell.wait().unwrap_or(CellExit::Killed(libc::SIGKILL));
+            let _ = send(report.as_fd(), &Report::Ended(exit).to_bytes(), &[]);
         }
         if polled[0].revents != 0 {
             let Ok((message, fds)) = receive(control.as_fd(), 5) else { return 1 };
@@ -99,21 +100,27 @@ fn serve_until_gone(end: WorkerEnd) -> libc::c_int {
 fn hello(control: &OwnedFd) -> Option<CellPlan> {
     readable(control, -1);
     let (message, _) = receive(control.as_fd(), 0).ok()?;
-    let json: JsonValue = serde_json::from_slice(&message).ok()?;
-    let answer = if json.get("protocol").and_then(JsonValue::as_str) != Some(PROTOCOL) {
-        Err(format!("this spawner speaks {PROTOCOL}"))
-    } else {
-        match json.get("spec").and_then(spec_of) {
-            Some(spec) => CellPlan::new(&spec).map_err(|error| error.to_string()),
-            None => Err("a hello without a cell spec".to_owned()),
-        }
-    };
-    let (said, plan) = match answer {
-        Ok(plan) => (format!("ready {:?}", plan.containment()), Some(plan)),
-        Err(why) => (format!("failed {why}"), None),
-    };
-    send(control.as_fd(), said.as_bytes(), &[]).ok()?;
+    let (answer, plan) = answer_to(&message);
+    send(control.as_fd(), &encode(&answer), &[]).ok()?;
     plan
+}
+
+/// The answer to the hello `message`, and the plan of its cells: a hello that is not one, or
+/// from a host of another build, is refused before anything is planned.
+fn answer_to(message: &[u8]) -> (Answer, Option<CellPlan>) {
+    let planned = decode::<Hello<WireSpec>>(message).and_then(|hello| {
+        if hello.build != BUILD {
+            return Err(format!("a host of build {} (this spawner is of {BUILD})", hello.build));
+        }
+        CellPlan::new(&hello.plan.into()).map_err(|error| error.to_string())
+    });
+    match planned {
+        Ok(plan) => {
+            let containment = Some(plan.containment());
+            (Answer::Ready { build: BUILD.to_owned(), containment }, Some(plan))
+        }
+        Err(why) => (Answer::Failed { why }, None),
+    }
 }
 
 /// Starts the cell a request asks for; answers on its report socket.
@@ -126,27 +133,14 @@ fn serve_request(
     let Ok([stdin, stdout, stderr, channel, report]) = <[OwnedFd; 5]>::try_from(fds) else {
         return None; // Not from our host: it always sends five.
     };
-    let refuse = |why: String| drop(send(report.as_fd(), format!("failed {why}").as_bytes(), &[]));
-    let json: Option<JsonValue> = serde_json::from_slice(message).ok();
-    let limits = json.as_ref().and_then(|json| json.get("limits")?.as_array().cloned());
-    let number = |index: usize| limits.as_ref()?.get(index)?.as_u64();
-    let outer = json.as_ref().and_then(|json| json.get("outer")?.as_u64());
-    let (
-        Some(memory_bytes),
-        Some(cpu_seconds),
-        Some(processes),
-        Some(open_files),
-        Some(file_bytes),
-    ) = (number(0), number(1), number(2), number(3), number(4))
-    else {
-        refuse("a request without the cell's limits".to_owned());
-        return None;
+    let refuse = |why: String| drop(send(report.as_fd(), &Report::Failed(why).to_bytes(), &[]));
+    let SpawnerCell { limits, outer } = match cell_server::decode(message) {
+        Ok(request) => request,
+        Err(why) => {
+            refuse(why);
+            return None;
+        }
     };
-    let Some(outer) = outer.and_then(|outer| u32::try_from(outer).ok()) else {
-        refuse("a request without the cell's outer uid".to_owned());
-        return None;
-    };
-    let limits = CellLimits { memory_bytes, cpu_seconds, processes, open_files, file_bytes };
     // A cell that calls its program is made by the C library's `fork` in a copy of this process
     // (`child.rs`), sound only if no other thread could hold a lock at the clone: checked, not
     // assumed.
@@ -161,7 +155,7 @@ fn serve_request(
                 .chain(cell.worker_pidfd())
                 .map(|fd| fd.as_raw_fd())
                 .collect();
-            if send(report.as_fd(), b"ready", &pidfds).is_err() {
+            if send(report.as_fd(), &Report::Ready.to_bytes(), &pidfds).is_err() {
                 // The host gave up on this cell (it waited too long): nobody would end it.
                 let mut cell = cell;
                 cell.kill();
@@ -173,5 +167,29 @@ fn serve_request(
             refuse(error.to_string());
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hello_of_another_build_or_none_is_refused_before_anything_is_planned() {
+        let spec = crate::CellSpec {
+            executable: "/nowhere".into(),
+            args: Vec::new(),
+            read_only: Vec::new(),
+            options: crate::Options::default(),
+            machine_cache: None,
+        };
+        let other = Hello { build: "0123456789abcdef".to_owned(), plan: WireSpec::from(&spec) };
+        let (answer, plan) = answer_to(&encode(&other));
+        assert!(plan.is_none());
+        let Answer::Failed { why } = answer else { panic!("{answer:?}") };
+        assert!(why.contains("a host of build 0123456789abcdef"), "{why}");
+        let (answer, plan) = answer_to(b"ready");
+        assert!(plan.is_none());
+        assert!(matches!(answer, Answer::Failed { .. }), "{answer:?}");
     }
 }

@@ -13,7 +13,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::runtime::Handle;
 use tokio::time::Sleep;
 
-use crate::cell::{Cell, CellExit};
+use crate::cell::Cell;
+use crate::cell_io::CellExit;
 
 /// How often [`WatchedCell::poll_over_memory`] compares the cell's memory with a budget. Each
 /// look reads a few `/proc` files per process of the cell (tens of microseconds); a burst

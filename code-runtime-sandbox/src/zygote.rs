@@ -14,22 +14,8 @@
 //! no Landlock (a Landlock domain may not mount, and rules bind to inodes a fresh `/tmp` would
 //! not have). It runs no program's code: it reads the host's requests and forks.
 //!
-//! ## The protocol (fd 3 of the zygote, a `SOCK_SEQPACKET` socket; one message each)
-//!
-//! 1. host → zygote: the language's first message (its bootstrap), then the recipe: JSON with
-//!    the cell user's id (`uid`), the system call numbers and flags the children need
-//!    (`syscalls`, `flags`: the host's C library has them, so the zygote hard-codes no ABI), the
-//!    seccomp programs (`seccomp`, each the hex of its `struct sock_filter` array), the Landlock
-//!    ruleset (`landlock`: `fs`, `net`, `scoped`, and `rules` of `[path, access]`; or `null`), and
-//!    the options of `/proc` (`proc`, or `null` for none); with it, where this machine has one,
-//!    the run's init as an executable `memfd` (`run_init.rs`), which each run's first process
-//!    executes once it has forked the program's process.
-//! 2. zygote → host: `ready`.
-//! 3. host → zygote, per cell: JSON with `rlimits` (`[resource, soft, hard]`), `tmp` (the options
-//!    of its `/tmp`) and `work` (its work directory), with five descriptors: stdin, stdout,
-//!    stderr, channel, and the cell's end of a report socket.
-//! 4. On the report socket: `ready` with pidfds of the cell's init and of its program's process,
-//!    or `failed <step>: <errno>`; later `exit <status>` from the init as the program ends.
+//! The host speaks to it as to any cell server (`cell_server.rs`): the language's bootstrap and
+//! a [`Recipe`] (the numbers, programs and rules of the forks' layers), then one request per cell.
 
 use std::ffi::{CStr, OsString};
 use std::io;
@@ -38,11 +24,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Value as JsonValue, json};
+use serde_json::{Map, Value as JsonValue, json};
 
-use crate::cell::{self, Cell, CellIo, millis, readable};
+use crate::cell::{self, Cell};
+use crate::cell_io::CellIo;
 use crate::cell_plan::CellPlan;
-use crate::message::{hex, pid_of, receive, send, seqpacket, set_nonblocking};
+use crate::cell_server::{
+    self, Answer, Asked, Hello, Hex, LandlockRecipe, Recipe, ZygoteCell, ask_for_cell,
+};
+use crate::message::{millis, readable, receive, send, seqpacket, set_nonblocking};
 use crate::mounts::cstring;
 use crate::plan::{CELL_ID, CellLimits, Plan, WorkerEnd};
 use crate::{Containment, SandboxError};
@@ -148,48 +138,37 @@ impl Zygote {
     /// Sends the request and waits for the fork's report. Blocking: on the spawner thread.
     fn fork_now(&self, io: CellIo, limits: &CellLimits) -> Result<Cell, SandboxError> {
         let failed = |step, source| SandboxError::Start { step, source };
-        let (report, cell_end) = seqpacket().map_err(|error| failed("creating a socket", error))?;
-        let work = cell::work_dir(&self.children, None)?.0;
-        let request = json!({
-            "rlimits": crate::plan::rlimits(limits, self.children.containment.process_limit)
-                .into_iter()
-                .map(|(resource, soft, hard)| json!([resource, soft, hard]))
-                .collect::<Vec<_>>(),
-            "tmp": text(&crate::mounts::tmp_options(limits.memory_bytes)?),
-            "work": text(&work),
-        });
-        let fds =
-            [&io.stdin, &io.stdout, &io.stderr, &io.channel, &cell_end].map(AsRawFd::as_raw_fd);
-        if let Err(error) = send(self.control.as_fd(), request.to_string().as_bytes(), &fds) {
-            // A full socket is a zygote that stopped reading: gone or stuck, either way done.
-            self.give_up();
-            return Err(failed("asking the zygote for a cell", error));
-        }
-        drop((io, cell_end));
-        if !readable(&report, millis(FORK_WITHIN)) {
-            // A zygote that takes this long is stuck: it goes, so that the next run starts a
-            // new one instead of waiting here again (every cell's start waits on this thread).
-            self.give_up();
-            return Err(failed("waiting for the zygote's cell", io::ErrorKind::TimedOut.into()));
-        }
-        let (message, pidfds) = receive(report.as_fd(), 2)
-            .map_err(|error| failed("reading the zygote's report", error))?;
-        let pidfds = <[OwnedFd; 2]>::try_from(pidfds).ok().filter(|_| message == b"ready");
-        let Some([init, worker]) = pidfds else {
-            let why = if message.is_empty() {
-                // Every holder of the report's other end is gone: the zygote too, or it would
-                // have said why.
-                self.give_up();
-                "the zygote ended first".to_owned()
-            } else {
-                String::from_utf8_lossy(&message).into_owned()
-            };
-            return Err(failed("forking from the zygote", io::Error::other(why)));
+        let request = ZygoteCell {
+            rlimits: crate::plan::rlimits(limits, self.children.containment.process_limit),
+            tmp: text(&crate::mounts::tmp_options(limits.memory_bytes)?),
+            work: text(&cell::work_dir(&self.children, None)?.0),
         };
-        let pid = pid_of(&init).ok_or_else(|| {
-            failed("finding the zygote's cell", io::Error::other("its pidfd names no pid"))
-        })?;
-        Ok(Cell::forked(self.children.clone(), (init, pid), Some(worker), report, true))
+        let asked = ask_for_cell(&self.control, &request, &io, FORK_WITHIN)
+            .map_err(|error| failed("creating a socket", error))?;
+        let (step, why) = match asked {
+            Asked::Ready { init, worker, report } => {
+                return Ok(Cell::forked(self.children.clone(), init, worker, report, true));
+            }
+            Asked::Failed(why) => ("forking from the zygote", io::Error::other(why)),
+            Asked::Broken(why) => ("finding the zygote's cell", io::Error::other(why)),
+            // A full socket is a zygote that stopped reading, and one that takes this long is
+            // stuck; a report socket that ends unsaid is one whose zygote is gone. Either way it
+            // goes, so that the next run starts a new one instead of waiting here again (every
+            // cell's start waits on this thread).
+            Asked::NotSent(error) => {
+                self.give_up();
+                ("asking the zygote for a cell", error)
+            }
+            Asked::TimedOut => {
+                self.give_up();
+                ("waiting for the zygote's cell", io::ErrorKind::TimedOut.into())
+            }
+            Asked::Gone => {
+                self.give_up();
+                ("forking from the zygote", io::Error::other("the zygote ended first"))
+            }
+        };
+        Err(failed(step, why))
     }
 }
 
@@ -199,7 +178,7 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     let failed = |step, source| SandboxError::Start { step, source };
     let (control, cell_end) = seqpacket().map_err(|error| failed("creating a socket", error))?;
     let (stderr, stderr_end) =
-        cell::pipe(true).map_err(|error| failed("creating a pipe", error))?;
+        crate::cell_io::pipe(true).map_err(|error| failed("creating a pipe", error))?;
     let null = || -> io::Result<OwnedFd> {
         Ok(std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?.into())
     };
@@ -213,23 +192,28 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     let limits = CellLimits::new(1 << 20, u64::MAX);
     let mut cell =
         cell::start(&Arc::new(zygote), io, &limits, WorkerEnd::Execute, cell::next_outer_id())?;
-    let recipe = recipe(&children)?.to_string();
+    let hello = cell_server::encode(&Hello::new(recipe(&children)?));
     let init_fds: Vec<_> = crate::run_init::shared().into_iter().collect();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])
-        .and_then(|()| send(control.as_fd(), recipe.as_bytes(), &init_fds))
+        .and_then(|()| send(control.as_fd(), &hello, &init_fds))
         .map(|()| readable(&control, millis(START_WITHIN)))
         .and_then(
             |ready| if ready { receive(control.as_fd(), 0) } else { Ok((Vec::new(), Vec::new())) },
         )
         .map(|(message, _)| said = message);
-    if sent.is_err() || said != b"ready" {
+    let answer = cell_server::decode::<Answer>(&said);
+    if sent.is_err() || !answer.as_ref().is_ok_and(|answer| answer.accepts(None)) {
         cell.kill();
         let _ = cell.wait();
         let last = last_line(&stderr).unwrap_or_else(|| match sent {
             Err(error) => error.to_string(),
             Ok(()) if said.is_empty() => "it did not say ready".to_owned(),
-            Ok(()) => String::from_utf8_lossy(&said).into_owned(),
+            Ok(()) => match answer {
+                Ok(Answer::Failed { why }) => why,
+                Ok(Answer::Ready { build, .. }) => format!("a zygote of another build ({build})"),
+                Err(why) => why,
+            },
         });
         return Err(failed("starting the zygote", io::Error::other(last)));
     }
@@ -264,13 +248,12 @@ fn zygote_plan(children: &Plan, args: &[OsString]) -> Result<Plan, SandboxError>
     })
 }
 
-/// The recipe of `plan`'s children (the protocol's step 1).
-fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
+/// The recipe of `plan`'s children (the protocol's hello).
+fn recipe(plan: &Plan) -> Result<Recipe, SandboxError> {
     let landlock = plan.landlock.as_ref().map(|ruleset| {
         let (fs, net, scoped) = ruleset.handled();
-        let rules: Vec<JsonValue> =
-            ruleset.rules.iter().map(|rule| json!([text(&rule.path), rule.access])).collect();
-        json!({ "fs": fs, "net": net, "scoped": scoped, "rules": rules })
+        let rules = ruleset.rules.iter().map(|rule| (text(&rule.path), rule.access)).collect();
+        LandlockRecipe { fs, net, scoped, rules }
     });
     let proc = plan.steps.iter().find_map(|step| match step {
         crate::mounts::Step::Proc { options, .. } => Some(text(options)),
@@ -286,9 +269,15 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
         | libc::CLONE_NEWNET
         | libc::CLONE_PARENT
         | libc::SIGCHLD;
-    Ok(json!({
-        "uid": CELL_ID,
-        "syscalls": {
+    let numbers = |value: JsonValue| -> Map<String, JsonValue> {
+        match value {
+            JsonValue::Object(map) => map,
+            _ => Map::new(),
+        }
+    };
+    Ok(Recipe {
+        uid: CELL_ID,
+        syscalls: numbers(json!({
             "clone": libc::SYS_clone,
             "close_range": libc::SYS_close_range,
             "capset": libc::SYS_capset,
@@ -296,8 +285,8 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
             "landlock_add_rule": libc::SYS_landlock_add_rule,
             "landlock_restrict_self": libc::SYS_landlock_restrict_self,
             "seccomp": libc::SYS_seccomp,
-        },
-        "flags": {
+        })),
+        flags: numbers(json!({
             "clone": clone,
             "nosuid": libc::MS_NOSUID,
             "nodev": libc::MS_NODEV,
@@ -314,11 +303,11 @@ fn recipe(plan: &Plan) -> Result<JsonValue, SandboxError> {
             "cap_ambient_clear_all": libc::PR_CAP_AMBIENT_CLEAR_ALL,
             "o_path": libc::O_PATH,
             "seccomp_set_mode_filter": libc::SECCOMP_SET_MODE_FILTER,
-        },
-        "seccomp": plan.seccomp.iter().map(|program| hex(&crate::seccomp::bytes(program))).collect::<Vec<_>>(),
-        "landlock": landlock,
-        "proc": proc,
-    }))
+        })),
+        seccomp: plan.seccomp.iter().map(|program| Hex(crate::seccomp::bytes(program))).collect(),
+        landlock,
+        proc,
+    })
 }
 
 fn text(string: &CStr) -> String {

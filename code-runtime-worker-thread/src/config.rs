@@ -27,9 +27,9 @@ pub struct WorkerThreadConfig {
     /// `process`).
     ///
     /// - [`Isolation::Thread`]: on a thread of the host's process, the lowest latency, for
-    ///   trusted programs. A V8 fatal error ends the run and abandons its thread for good (four
-    ///   per process, then V8 aborts the host, as it does for a failed check); an exploit of V8
-    ///   reaches the host.
+    ///   trusted programs. A V8 fatal error ends the run and abandons its isolate, which keeps
+    ///   what it holds; once 16 isolates, or 2 GiB, are abandoned, new `thread` runs are refused
+    ///   until the process restarts (`abandonment.rs`). An exploit of V8 reaches the host.
     /// - [`Isolation::Process`]: in a sandbox cell of its own (a process with no files, no
     ///   network and nothing of the host, see docs/security.md): a V8 fatal error ends that run as
     ///   `worker-exit`, never the host. Needs an executable that serves cells (see

@@ -312,7 +312,7 @@ fn metered_string(
     Ok(text)
 }
 
-/// A V8 string as a Rust string; a lone surrogate is not lossless (DESIGN.md §9.2).
+/// A V8 string as a Rust string; a lone surrogate is not lossless (docs/design.md §9.2).
 pub(crate) fn string_from_v8(
     scope: &mut v8::PinScope<'_, '_>,
     string: v8::Local<'_, v8::String>,

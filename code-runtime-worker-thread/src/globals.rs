@@ -379,7 +379,7 @@ fn call_tool(
 }
 
 /// Calls member `function` with the arguments from position `first` on. No argument is JSON
-/// `null` (DESIGN.md §9 item 7); more than one is a `TypeError`, unless the function has
+/// `null` (docs/design.md §9 item 7); more than one is a `TypeError`, unless the function has
 /// positional parameters (its input schema's properties), which they then fill.
 fn call_member(
     scope: &mut v8::PinScope<'_, '_>,

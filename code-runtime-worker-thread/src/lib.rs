@@ -32,8 +32,9 @@
 //! [`Isolation::Thread`] (the library's default) runs each isolate on a thread of the host's
 //! process: the lowest latency, for trusted programs. A V8 fatal error there (an allocation past
 //! the budget and the room lent to unwind, an internal size limit such as
-//! `"x".repeat(2 ** 28).split("")`) ends the run and abandons its thread, whose isolate keeps
-//! what it holds: four per process, then V8 aborts the host; an exploit of V8 reaches the host.
+//! `"x".repeat(2 ** 28).split("")`) ends the run and abandons its isolate, which keeps what it
+//! holds; past 16 of them or 2 GiB, new `thread` runs are refused. An exploit of V8 reaches the
+//! host.
 //! [`Isolation::Process`] runs each isolate in
 //! a sandbox cell of its own (no files, no network, seccomp, Landlock; docs/security.md): a V8
 //! fatal error ends that run as `worker-exit`, saying what V8 said, and the next run gets a fresh

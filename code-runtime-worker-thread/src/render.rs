@@ -1,5 +1,5 @@
 //! Program values as text: `console` arguments rendered the way Node's `util.inspect` renders
-//! common values, and thrown values rendered as the run's exception message (REFERENCE.md §3.9).
+//! common values, and thrown values rendered as the run's exception message (docs/reference.md §3.9).
 //!
 //! Both read shapes through the V8 API against the intrinsics; the only program code they run is
 //! a getter on the value itself (and, for an error, its `stack` and `message`).
@@ -10,7 +10,8 @@ use crate::convert::enumerable_string_keys;
 use crate::meter::{Halt, Meter};
 use crate::state::Intrinsics;
 
-/// Containers deeper than this print as `[Object]` / `[Array]`, as Node's default does.
+/// Containers nested this deep print as `[Object]` / `[Array]` (Node's default prints them from
+/// depth 2; logs of programs that return data read better with more).
 const MAX_DEPTH: usize = 4;
 /// Items shown per container before `... N more items`, as Node's default does.
 const MAX_ITEMS: u32 = 100;
@@ -220,7 +221,7 @@ fn number_spelling(number: f64) -> String {
     ryu_js::Buffer::new().format(number).to_owned()
 }
 
-/// The message of a thrown value (REFERENCE.md §3.9): an `Error` of this realm gives its `stack`
+/// The message of a thrown value (docs/reference.md §3.9): an `Error` of this realm gives its `stack`
 /// (or its `message`), anything else `String(value)`; if rendering throws, the catalogue's
 /// unrenderable text. The text is charged to `meter`; the program's getters and `toString` run
 /// under the run's deadlines like any other program code.

@@ -188,7 +188,7 @@ fn exported_default(program: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The stripped source (`PARSE_HEADER`, the program, `PARSE_TRAILER`) with the program's
-/// completion made its value (README, "What programs look like"):
+/// completion made its value (docs/programs.md):
 ///
 /// - a program that is one function (an arrow function or a function expression, `async` or
 ///   not, or a function declaration) is called: `return (` before it, `)()` after it;

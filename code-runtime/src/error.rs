@@ -10,7 +10,7 @@ use crate::json;
 
 /// Misuse of the service contract: `run()` rejects with this, and only with this.
 ///
-/// The binding-declaration variants are checked in the order REFERENCE.md §2.2 fixes (see
+/// The binding-declaration variants are checked in the order docs/reference.md §2.2 fixes (see
 /// [`provider::validate_bindings`](crate::provider::validate_bindings)); their messages name the
 /// offending string JSON-quoted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum ContractError {
     },
     /// A namespace `global` or error-class name that would hide a global the program needs: an
     /// ECMAScript global such as `Promise` or `JSON`, or a Python builtin such as `print` or
-    /// `len` (DESIGN.md §9 item 9).
+    /// `len` (docs/design.md §9 item 9).
     #[error("code-runtime: binding global {} would shadow a global the program needs", json::quote(.name))]
     ShadowedGlobal {
         /// The offending name.

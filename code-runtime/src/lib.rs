@@ -113,8 +113,8 @@ pub use crate::event::{EventSink, RunEvent};
 pub use crate::isolation::{Isolation, UnknownIsolation};
 pub use crate::json::JsonValue;
 pub use crate::language::{AsLanguage, Language, UnknownLanguage};
-pub use crate::limits::{Budget, Limits};
-pub use crate::request::{Approvals, CodeRunRequest, Resume, RunLimits};
+pub use crate::limits::{Budget, Limits, RunLimits};
+pub use crate::request::{Approvals, CodeRunRequest, Resume};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind, Truncated};
 pub use crate::runtime::{CodeRuntime, WithApprovals};
 /// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is

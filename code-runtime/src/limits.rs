@@ -1,52 +1,210 @@
 //! [`Limits`]: the budgets every provider enforces, with their defaults and their validation;
-//! [`Budget`]: each of the seven declared once (its field, its document key, its command-line
-//! flag, what it counts and in what unit, its default, its bounds), so that everything that
-//! lists them ([`Limits`]' validation, tightening and default, [`RunLimits`], the limits file,
-//! the command's flags, the Python package's keyword arguments) is derived from
-//! [`Budget::ALL`].
+//! [`RunLimits`]: a request's tightening of them; [`Budget`]: each of the seven declared once, in
+//! one table (`budgets!`: its field, its document key, its command-line flag, what it counts and
+//! in what unit, its default, its bounds), so that everything that lists them ([`Limits`]'
+//! validation, tightening and default, [`RunLimits`], the limits file, the command's flags, the
+//! Python package's keyword arguments) is derived from it and [`Budget::ALL`].
 
 use std::ops::RangeInclusive;
 
 use crate::error::{ConfigError, ContractError};
-use crate::request::RunLimits;
 
-/// The budgets of every run of a provider. Part of each provider's configuration and validated
-/// when the provider is constructed; a request may only tighten them ([`RunLimits`], applied by
-/// [`Limits::tighten`]).
-///
-/// ```
-/// let limits = code_runtime::Limits { compute_ms: 5_000, ..Default::default() };
-/// limits.validate()?;
-/// # Ok::<(), code_runtime::ConfigError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+/// Declares the budgets from one table: for each, the field of [`Limits`] (its documentation, its
+/// name, which is also [`RunLimits`]' field and the Python package's keyword), the [`Budget`]
+/// variant (what it counts, in a phrase), and its [`Declaration`]. Adding a budget is one entry.
+macro_rules! budgets {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident: $variant:ident ($what:literal) {
+            key: $key:literal,
+            flag: $flag:literal,
+            about: $about:expr,
+            default: $default:expr,
+            bounds: $bounds:expr,
+            requirement: $requirement:expr $(,)?
+        }
+    )*) => {
+        /// The budgets of every run of a provider. Part of each provider's configuration and
+        /// validated when the provider is constructed; a request may only tighten them
+        /// ([`RunLimits`], applied by [`Limits::tighten`]).
+        ///
+        /// ```
+        /// let limits = code_runtime::Limits { compute_ms: 5_000, ..Default::default() };
+        /// limits.validate()?;
+        /// # Ok::<(), code_runtime::ConfigError>(())
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct Limits {
+            $(
+                $(#[doc = $doc])*
+                pub $field: u64,
+            )*
+        }
+
+        /// Per-request budgets: each `Some` tightens the provider's [`Limits`] for one run.
+        ///
+        /// A request can only tighten: a value above the provider's, or zero, makes `run` fail
+        /// with a [`ContractError`] that names it.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct RunLimits {
+            $(
+                #[doc = concat!(
+                    $what, " ([`Limits::", stringify!($field), "`](Limits::", stringify!($field),
+                    "))."
+                )]
+                pub $field: Option<u64>,
+            )*
+        }
+
+        /// One budget of a run.
+        ///
+        /// ```
+        /// use code_runtime::{Budget, Limits};
+        ///
+        /// assert_eq!(Budget::Wall.name(), "max_wall_ms");
+        /// assert_eq!(Budget::Wall.key(), "timeoutMs");
+        /// assert_eq!(Budget::Wall.flag(), "timeout-ms");
+        /// assert_eq!(Budget::Wall.of(&Limits::default()), 600_000);
+        /// assert_eq!(Budget::from_name("maxCalls"), Some(Budget::Calls));
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Budget {
+            $(
+                #[doc = concat!(
+                    $what, " ([`Limits::", stringify!($field), "`](Limits::", stringify!($field),
+                    "))."
+                )]
+                $variant,
+            )*
+        }
+
+        impl Budget {
+            const COUNT: usize = [$(stringify!($variant)),*].len();
+
+            /// Every budget, in [`Limits`]' declaration order (the order validation checks them).
+            pub const ALL: [Budget; Self::COUNT] = [$(Budget::$variant,)*];
+
+            fn declaration(self) -> Declaration {
+                match self {
+                    $(Budget::$variant => Declaration {
+                        name: stringify!($field),
+                        key: $key,
+                        flag: $flag,
+                        about: $about,
+                        default: $default,
+                        bounds: $bounds,
+                        requirement: $requirement,
+                    },)*
+                }
+            }
+
+            /// Its field in `limits`.
+            pub fn slot(self, limits: &mut Limits) -> &mut u64 {
+                match self {
+                    $(Budget::$variant => &mut limits.$field,)*
+                }
+            }
+
+            /// Its field in `run`.
+            pub fn request_slot(self, run: &mut RunLimits) -> &mut Option<u64> {
+                match self {
+                    $(Budget::$variant => &mut run.$field,)*
+                }
+            }
+        }
+
+        impl Default for Limits {
+            fn default() -> Self {
+                Self { $($field: $default,)* }
+            }
+        }
+    };
+}
+
+budgets! {
     /// CPU time the program may consume, in milliseconds. Awaiting a binding costs at most tens
     /// of microseconds of it (both providers look for the answer briefly before they sleep); a
     /// hot loop always accrues. Default 60 000.
-    pub compute_ms: u64,
+    compute_ms: Compute("CPU time, in milliseconds") {
+        key: "computeMs",
+        flag: "compute-ms",
+        about: "CPU budget in milliseconds",
+        default: 60_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
     /// The wall clock, in milliseconds, from the moment `run` is called (time spent waiting for a
-    /// free slot of the provider counts); it never pauses. Must be at most 2 147 483 647 (about
-    /// 24.8 days). Default 600 000. The command line calls it `--timeout-ms`.
-    pub max_wall_ms: u64,
+    /// free slot of the provider counts); it stands still while a call waits for an approval
+    /// decision. Must be at most 2 147 483 647 (about 24.8 days). Default 600 000. The command
+    /// line calls it `--timeout-ms`.
+    max_wall_ms: Wall("The wall clock, in milliseconds") {
+        key: "timeoutMs",
+        flag: "timeout-ms",
+        about: concat!(
+            "Wall-clock ceiling in milliseconds; it stands still while a call waits for ",
+            "a decision"
+        ),
+        default: 600_000,
+        bounds: 1..=Limits::MAX_WALL_MS,
+        requirement: "must be at most 2147483647",
+    }
     /// The combined output budget of the output ledger, in bytes: at least 4, at most 2^53 - 1.
     /// Default 67 108 864 (64 MiB).
-    pub max_output_bytes: u64,
+    max_output_bytes: Output("Logs plus the value or the error, in bytes of JSON") {
+        key: "maxOutputBytes",
+        flag: "max-output-bytes",
+        about: "Output budget over the logs plus the value or message, in bytes",
+        default: 67_108_864,
+        bounds: Limits::MIN_OUTPUT_BYTES..=Limits::MAX_OUTPUT_BYTES,
+        requirement: "must be a safe integer of at least 4",
+    }
     /// Memory the program may use, in MiB. What that covers differs by provider (V8 heap plus
     /// ArrayBuffer memory; a child's address space); see each provider's docs. Default 512.
-    pub max_memory_mb: u64,
+    max_memory_mb: Memory("Memory, in MiB") {
+        key: "memoryMb",
+        flag: "memory-mb",
+        about: concat!(
+            "Memory budget in MiB; what the program makes the host hold (values, calls, ",
+            "output) is held to it as well"
+        ),
+        default: 512,
+        bounds: 1..=Limits::MAX_MEMORY_MB,
+        requirement: "must be at most 1048576 (a tebibyte)",
+    }
     /// Binding calls a run may make in all. A call over it rejects with a catalogued message and
     /// data `{"budget": "maxCalls", "limit": N}`, and no host closure runs. Default 10 000.
-    pub max_calls: u64,
+    max_calls: Calls("Binding calls in all") {
+        key: "maxCalls",
+        flag: "max-calls",
+        about: "Binding calls a run may make; more reject",
+        default: 10_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
     /// Calls a run may make to any one function (`budget` `"maxCallsPerFunction"`). Default
     /// 10 000.
-    pub max_calls_per_function: u64,
+    max_calls_per_function: CallsPerFunction("Calls to any one function") {
+        key: "maxCallsPerFunction",
+        flag: "max-calls-per-function",
+        about: "Binding calls a run may make to any one function; more reject",
+        default: 10_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
     /// Calls the host runs at once for one run: more wait their turn, in call order, and start as
     /// calls in flight settle (`Promise.all` over 5 000 calls works, as in any JavaScript engine).
     /// It bounds the host's work, not the program: a waiting call holds its argument in the run's
     /// memory budget, so a flood nobody awaits ends at that budget or at `max_calls`. Default
     /// 1 000.
-    pub max_pending_calls: u64,
+    max_pending_calls: PendingCalls("Calls the host runs at once") {
+        key: "maxPendingCalls",
+        flag: "max-pending-calls",
+        about: "Binding calls in flight at once; more wait their turn",
+        default: 1_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
 }
 
 impl Limits {
@@ -139,54 +297,6 @@ impl Limits {
     }
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        let mut limits = Self {
-            compute_ms: 0,
-            max_wall_ms: 0,
-            max_output_bytes: 0,
-            max_memory_mb: 0,
-            max_calls: 0,
-            max_calls_per_function: 0,
-            max_pending_calls: 0,
-        };
-        for budget in Budget::ALL {
-            *budget.slot(&mut limits) = budget.default_value();
-        }
-        limits
-    }
-}
-
-/// One budget of a run.
-///
-/// ```
-/// use code_runtime::{Budget, Limits};
-///
-/// assert_eq!(Budget::Wall.name(), "max_wall_ms");
-/// assert_eq!(Budget::Wall.key(), "timeoutMs");
-/// assert_eq!(Budget::Wall.flag(), "timeout-ms");
-/// assert_eq!(Budget::Wall.of(&Limits::default()), 600_000);
-/// assert_eq!(Budget::from_name("maxCalls"), Some(Budget::Calls));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Budget {
-    /// CPU time, in milliseconds ([`Limits::compute_ms`]).
-    Compute,
-    /// The wall clock, in milliseconds ([`Limits::max_wall_ms`]).
-    Wall,
-    /// Logs plus the value or the error, in bytes of JSON ([`Limits::max_output_bytes`]).
-    Output,
-    /// Memory, in MiB ([`Limits::max_memory_mb`]).
-    Memory,
-    /// Binding calls in all ([`Limits::max_calls`]).
-    Calls,
-    /// Calls to any one function ([`Limits::max_calls_per_function`]).
-    CallsPerFunction,
-    /// Calls the host runs at once ([`Limits::max_pending_calls`]).
-    PendingCalls,
-}
-
 /// What is declared of each budget.
 struct Declaration {
     /// The field of [`Limits`] and [`RunLimits`], and the Python package's keyword.
@@ -208,92 +318,6 @@ const POSITIVE: &str = "must be a positive number";
 const SAFE: &str = "must be at most 9007199254740991";
 
 impl Budget {
-    /// Every budget, in [`Limits`]' declaration order (the order validation checks them).
-    pub const ALL: [Budget; 7] = [
-        Budget::Compute,
-        Budget::Wall,
-        Budget::Output,
-        Budget::Memory,
-        Budget::Calls,
-        Budget::CallsPerFunction,
-        Budget::PendingCalls,
-    ];
-
-    fn declaration(self) -> Declaration {
-        let positive = 1..=Limits::MAX_SAFE;
-        match self {
-            Budget::Compute => Declaration {
-                name: "compute_ms",
-                key: "computeMs",
-                flag: "compute-ms",
-                about: "CPU budget in milliseconds",
-                default: 60_000,
-                bounds: positive,
-                requirement: SAFE,
-            },
-            Budget::Wall => Declaration {
-                name: "max_wall_ms",
-                key: "timeoutMs",
-                flag: "timeout-ms",
-                about: concat!(
-                    "Wall-clock ceiling in milliseconds; it stands still while a call waits for ",
-                    "a decision"
-                ),
-                default: 600_000,
-                bounds: 1..=Limits::MAX_WALL_MS,
-                requirement: "must be at most 2147483647",
-            },
-            Budget::Output => Declaration {
-                name: "max_output_bytes",
-                key: "maxOutputBytes",
-                flag: "max-output-bytes",
-                about: "Output budget over the logs plus the value or message, in bytes",
-                default: 67_108_864,
-                bounds: Limits::MIN_OUTPUT_BYTES..=Limits::MAX_OUTPUT_BYTES,
-                requirement: "must be a safe integer of at least 4",
-            },
-            Budget::Memory => Declaration {
-                name: "max_memory_mb",
-                key: "memoryMb",
-                flag: "memory-mb",
-                about: concat!(
-                    "Memory budget in MiB; what the program makes the host hold (values, calls, ",
-                    "output) is held to it as well"
-                ),
-                default: 512,
-                bounds: 1..=Limits::MAX_MEMORY_MB,
-                requirement: "must be at most 1048576 (a tebibyte)",
-            },
-            Budget::Calls => Declaration {
-                name: "max_calls",
-                key: "maxCalls",
-                flag: "max-calls",
-                about: "Binding calls a run may make; more reject",
-                default: 10_000,
-                bounds: positive,
-                requirement: SAFE,
-            },
-            Budget::CallsPerFunction => Declaration {
-                name: "max_calls_per_function",
-                key: "maxCallsPerFunction",
-                flag: "max-calls-per-function",
-                about: "Binding calls a run may make to any one function; more reject",
-                default: 10_000,
-                bounds: positive,
-                requirement: SAFE,
-            },
-            Budget::PendingCalls => Declaration {
-                name: "max_pending_calls",
-                key: "maxPendingCalls",
-                flag: "max-pending-calls",
-                about: "Binding calls in flight at once; more wait their turn",
-                default: 1_000,
-                bounds: positive,
-                requirement: SAFE,
-            },
-        }
-    }
-
     /// Its field in [`Limits`] and [`RunLimits`], the Python package's keyword:
     /// `"compute_ms"`, `"max_wall_ms"`, `"max_output_bytes"`, `"max_memory_mb"`, `"max_calls"`,
     /// `"max_calls_per_function"`, `"max_pending_calls"`.
@@ -333,35 +357,9 @@ impl Budget {
         *self.slot(&mut limits.clone())
     }
 
-    /// Its field in `limits`.
-    pub fn slot(self, limits: &mut Limits) -> &mut u64 {
-        match self {
-            Budget::Compute => &mut limits.compute_ms,
-            Budget::Wall => &mut limits.max_wall_ms,
-            Budget::Output => &mut limits.max_output_bytes,
-            Budget::Memory => &mut limits.max_memory_mb,
-            Budget::Calls => &mut limits.max_calls,
-            Budget::CallsPerFunction => &mut limits.max_calls_per_function,
-            Budget::PendingCalls => &mut limits.max_pending_calls,
-        }
-    }
-
     /// Its value in `run`, if the run asks for one.
     pub fn requested(self, run: &RunLimits) -> Option<u64> {
         *self.request_slot(&mut run.clone())
-    }
-
-    /// Its field in `run`.
-    pub fn request_slot(self, run: &mut RunLimits) -> &mut Option<u64> {
-        match self {
-            Budget::Compute => &mut run.compute_ms,
-            Budget::Wall => &mut run.max_wall_ms,
-            Budget::Output => &mut run.max_output_bytes,
-            Budget::Memory => &mut run.max_memory_mb,
-            Budget::Calls => &mut run.max_calls,
-            Budget::CallsPerFunction => &mut run.max_calls_per_function,
-            Budget::PendingCalls => &mut run.max_pending_calls,
-        }
     }
 
     /// Whether `value` is a valid setting of it; `Err` says what it must be.

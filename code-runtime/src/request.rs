@@ -13,6 +13,7 @@ use crate::binding::CodeBindingNamespace;
 use crate::checkpoint::{Checkpoint, CheckpointKey, Decisions, SpentCheckpoints};
 use crate::event::EventSink;
 use crate::json::JsonValue;
+use crate::limits::RunLimits;
 
 /// One program to run, the bindings it may call, a token that aborts it, and limits that may
 /// tighten the provider's for this run.
@@ -68,30 +69,6 @@ pub struct Resume {
     pub checkpoint: Checkpoint,
     /// The decisions on its pending calls.
     pub decisions: Decisions,
-}
-
-/// Per-request budgets: each `Some` tightens the provider's [`Limits`](crate::Limits) for one run.
-///
-/// A request can only tighten: a value above the provider's, or zero, makes `run` fail with a
-/// [`ContractError`](crate::ContractError) that names it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunLimits {
-    /// CPU time, in milliseconds ([`Limits::compute_ms`](crate::Limits::compute_ms)).
-    pub compute_ms: Option<u64>,
-    /// The wall clock, in milliseconds ([`Limits::max_wall_ms`](crate::Limits::max_wall_ms)).
-    pub max_wall_ms: Option<u64>,
-    /// The output budget, in bytes
-    /// ([`Limits::max_output_bytes`](crate::Limits::max_output_bytes)).
-    pub max_output_bytes: Option<u64>,
-    /// The memory budget, in MiB ([`Limits::max_memory_mb`](crate::Limits::max_memory_mb)).
-    pub max_memory_mb: Option<u64>,
-    /// Binding calls in all ([`Limits::max_calls`](crate::Limits::max_calls)).
-    pub max_calls: Option<u64>,
-    /// Calls to any one function
-    /// ([`Limits::max_calls_per_function`](crate::Limits::max_calls_per_function)).
-    pub max_calls_per_function: Option<u64>,
-    /// Calls in flight at once ([`Limits::max_pending_calls`](crate::Limits::max_pending_calls)).
-    pub max_pending_calls: Option<u64>,
 }
 
 impl CodeRunRequest {

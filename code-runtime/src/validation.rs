@@ -51,7 +51,7 @@ pub const RESERVED_BINDING_GLOBALS: [&str; 5] =
 pub const RESERVED_ERROR_MEMBERS: [&str; 7] =
     ["name", "message", "stack", "args", "with_traceback", "add_note", "data"];
 
-/// Globals a program needs, which a namespace or an error class would hide (DESIGN.md §9 item 9):
+/// Globals a program needs, which a namespace or an error class would hide (docs/design.md §9 item 9):
 /// the global object's own properties in a fresh V8 context (ECMAScript and the runtime's
 /// `setTimeout` / `clearTimeout`), and Python's public builtins (3.9 to 3.13). Tests in each
 /// provider check that every global its programs start with is listed here.
@@ -125,7 +125,7 @@ pub fn is_dunder_member(name: &str) -> bool {
     !middle.is_empty() && !middle.contains(['\n', '\r', '\u{2028}', '\u{2029}'])
 }
 
-/// Checks binding declarations, in the order of REFERENCE.md §2.2 (it decides which message a
+/// Checks binding declarations, in the order of docs/reference.md §2.2 (it decides which message a
 /// request with several problems gets).
 ///
 /// Pass 1 checks every namespace `global` in request order: usable identifier, not reserved, not a

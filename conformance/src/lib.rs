@@ -8,7 +8,7 @@
 //! {"bindings": {"namespaces": [...]}, "limits": {"maxOutputBytes": 64}, "expect": "..."}
 //! ```
 //!
-//! `bindings` is the command line's bindings-file format (CLI.md), `limits` its limits-file format;
+//! `bindings` is the command line's bindings-file format (docs/cli.md), `limits` its limits-file format;
 //! both are read by `code-runtime-fixtures`, as the command line reads them.
 //! A case that exists in both languages (same suite, same name) is a parity case: both providers must
 //! produce the same logs, value and error kind, and the same message unless the kind is `exception`

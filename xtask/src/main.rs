@@ -1,9 +1,11 @@
 //! Project automation, run as `cargo xtask <command>` (see <https://github.com/matklad/cargo-xtask/>).
 //!
-//! - `test [ARGS]`: the test command of the README: installs the pinned type checkers of
-//!   `typecheck/` and MCP peers of `mcp-peers/` when they are not there, then `cargo test --workspace [ARGS]` with the offline V8
-//!   library wired in when it is present. `test --stress N [ARGS]` runs it N times with CPU hogs
-//!   beside it and names every test that failed even once (see `stress.rs`).
+//! - `test [ARGS] [-- HARNESS ARGS]`: the test command of the README: installs the pinned type
+//!   checkers of `typecheck/` and MCP peers of `mcp-peers/` when they are not there, then what
+//!   `cargo test --workspace [ARGS]` runs, with the offline V8 library wired in when it is
+//!   present: every test binary built once, then run a few at a time (see `test_runner.rs`),
+//!   then the doc tests. `test --stress N [ARGS]` runs it N times with CPU hogs beside it and
+//!   names every test that failed even once (see `stress.rs`).
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
@@ -12,8 +14,8 @@
 //! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning
 //!   out 20 upstream calls against the same 20 calls made directly by an MCP client
 //!   (`code-runtime-cli/tests/mcp/bench.py`, with the peers of `mcp-peers/`), then 1 000
-//!   `run_code` at once over HTTP (`load.py`: success, timer lateness, memory, descriptors and
-//!   processes left).
+//!   `run_code` at once over HTTP (`code-runtime-cli/tests/mcp/load.py`: success, timer
+//!   lateness, memory, descriptors and processes left).
 //! - `wheel [--release] [--no-test] [PYTEST ARGS]`: the Python package built into a wheel,
 //!   installed into a fresh virtual environment and tested there (see `wheel.rs`).
 //! - `unprivileged [ARGS]`: the containment suites (sandbox, Python) as an unprivileged user;
@@ -24,6 +26,7 @@
 
 mod image;
 mod stress;
+mod test_runner;
 mod test_tools;
 mod tidy;
 mod toolchain;
@@ -49,8 +52,12 @@ fn main() -> ExitCode {
             }
             // The whole workspace, unless packages are named (cargo would test every package
             // given `--workspace` beside `-p`).
-            _ if named_packages(&rest) => toolchain::cargo_test(&strs(&rest)),
-            _ => toolchain::cargo_test(&[&["--workspace"], &strs(&rest)[..]].concat()),
+            _ => {
+                let (cargo_args, harness_args) = split_at_dashes(&rest);
+                let workspace: &[&str] =
+                    if named_packages(&rest) { &[] } else { &["--workspace"] };
+                test_runner::run(&[workspace, &cargo_args[..]].concat(), &harness_args)
+            }
         }),
         Some("demo") => toolchain::cargo(&[
             "run",
@@ -108,6 +115,15 @@ fn conformance(args: &[String]) -> Result<(), String> {
         unsafe { std::env::set_var(variable, value) };
     }
     toolchain::cargo_test(&["--package", "conformance", "--test", "it"])
+}
+
+/// `args` before `--` (cargo's) and after it (the test harness's).
+fn split_at_dashes(args: &[String]) -> (Vec<&str>, Vec<&str>) {
+    let strs = strs(args);
+    match strs.iter().position(|arg| *arg == "--") {
+        Some(at) => (strs[..at].to_vec(), strs[at + 1..].to_vec()),
+        None => (strs, Vec::new()),
+    }
 }
 
 fn strs(args: &[String]) -> Vec<&str> {

@@ -29,6 +29,7 @@ const TOOLS: [(&str, Option<&str>, &str, &str); 4] = [
 /// (`pip install --require-hashes`).
 #[expect(clippy::disallowed_methods, reason = "xtask installs the tools, not a Python child")]
 pub(crate) fn install() -> Result<(), String> {
+    let started = std::time::Instant::now();
     for (name, node_mark, module, python) in TOOLS {
         let dir = project_root().join(name);
         let node_missing = || node_mark.is_some_and(|mark| !dir.join(mark).exists());
@@ -54,7 +55,9 @@ pub(crate) fn install() -> Result<(), String> {
             return Err(format!("{name}/ is incomplete after its install"));
         }
     }
-    haproxy()
+    haproxy()?;
+    println!("test tools: in place ({:.1} s)", started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 /// haproxy on `PATH` (or in `/usr/sbin`, which an unprivileged user's `PATH` may lack),

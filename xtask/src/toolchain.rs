@@ -46,8 +46,18 @@ pub(crate) fn cargo_output(args: &[&str]) -> Result<String, String> {
 /// The total makes a run that executed no test visible at a glance (cargo's own last line is often
 /// the `0 passed` of a crate without doctests).
 pub(crate) fn cargo_test(args: &[&str]) -> Result<(), String> {
-    let args = [&["test"], args].concat();
-    let mut child = cargo_command(&args)
+    let (passed, failed) = cargo_test_counted(&[&["test"], args].concat())?;
+    println!("tests: {passed} passed, {failed} failed");
+    if passed == 0 {
+        return Err("no test ran".to_owned());
+    }
+    Ok(())
+}
+
+/// Runs `cargo ARGS` (a `cargo test`), passing its output through: the tests passed and failed,
+/// or why it failed.
+pub(crate) fn cargo_test_counted(args: &[&str]) -> Result<(u64, u64), String> {
+    let mut child = cargo_command(args)
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|error| format!("cannot run cargo: {error}"))?;
@@ -63,14 +73,10 @@ pub(crate) fn cargo_test(args: &[&str]) -> Result<(), String> {
         }
     }
     let status = child.wait().map_err(|error| format!("waiting for cargo: {error}"))?;
-    println!("tests: {passed} passed, {failed} failed");
     if !status.success() {
         return Err(format!("`cargo {}` failed ({status})", args.join(" ")));
     }
-    if passed == 0 {
-        return Err("no test ran".to_owned());
-    }
-    Ok(())
+    Ok((passed, failed))
 }
 
 /// The number just before `label` in a `test result:` summary such as

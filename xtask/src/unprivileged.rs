@@ -4,9 +4,10 @@
 //! paths for each (a root host maps each cell to a uid of its own and opens the granted trees
 //! itself; an unprivileged one maps the cell to its own uid and binds by path). `cargo xtask
 //! test` runs everything as the invoking user; this runs the suites that exercise containment
-//! (`code-runtime-sandbox`, `code-runtime-python`, and the TypeScript provider's `process`
-//! isolation and attacks), and the Python package's suites against its installed wheel, as the
-//! user [`USER`], created when missing.
+//! (`code-runtime-sandbox`, `code-runtime-python`, the TypeScript provider's `process`
+//! isolation and attacks, and the provider suites of `conformance`), and the Python package's
+//! suites against its installed wheel, as the user [`USER`], created when missing. The test
+//! binaries are those `cargo xtask test` built: nothing is compiled again.
 //! It needs root, to create the user and switch to it.
 
 use std::io::{BufRead, BufReader};
@@ -19,11 +20,13 @@ use crate::toolchain;
 const USER: &str = "code-runtime-ci";
 
 /// The packages whose tests run unprivileged, and the tests of each (all when empty).
-const PACKAGES: [(&str, &[&str]); 3] = [
+const PACKAGES: [(&str, &[&str]); 4] = [
     ("code-runtime-sandbox", &[]),
     ("code-runtime-python", &[]),
     // Its cells, and the attacks that run in both isolation modes; the rest is the same as root.
     ("code-runtime-worker-thread", &["process::", "attacks::"]),
+    // The provider suites, which run Python and TypeScript in cells.
+    ("conformance", &["providers::"]),
 ];
 
 /// The PATH of the unprivileged runs: the system's directories only, so `python3` is one every
@@ -215,47 +218,22 @@ struct Binary {
     filters: &'static [&'static str],
 }
 
-/// Builds the test binaries of [`PACKAGES`] and lists each.
+/// The test binaries of [`PACKAGES`], as the workspace's test command built them: the same
+/// selection (`--workspace`), so nothing is built again when `cargo xtask test` ran first.
 fn test_binaries() -> Result<Vec<Binary>, String> {
-    let mut args = vec!["test", "--no-run", "--locked", "--message-format=json"];
-    for (package, _) in PACKAGES {
-        args.extend(["--package", package]);
-    }
-    let output = toolchain::cargo_output(&args)?;
-    let mut binaries = Vec::new();
-    for line in output.lines() {
-        // A test harness, not a binary target built for the integration tests: its *profile*
-        // is a test one (the target's own `"test":true` only says it may be tested).
-        let profile = line.find(r#""profile":{"#).map(|start| &line[start..]);
-        let profile = profile.and_then(|rest| rest.find('}').map(|end| &rest[..end]));
-        if !line.contains(r#""reason":"compiler-artifact""#)
-            || !profile.is_some_and(|profile| profile.contains(r#""test":true"#))
-        {
-            continue;
-        }
-        let (Some(executable), Some(manifest)) =
-            (field(line, "executable"), field(line, "manifest_path"))
-        else {
-            continue;
-        };
-        let package_dir = Path::new(&manifest).parent().map(Path::to_path_buf).unwrap_or_default();
-        let filters = PACKAGES
-            .iter()
-            .find(|(package, _)| package_dir.ends_with(package))
-            .map_or(&[][..], |(_, filters)| *filters);
-        // The filters name integration tests; a unit-test binary runs whole.
-        let filters = if line.contains(r#""kind":["lib"]"#) { &[][..] } else { filters };
-        binaries.push(Binary { path: PathBuf::from(executable), package_dir, filters });
-    }
+    let built = crate::test_runner::test_binaries(&["--workspace", "--locked"])?;
+    let binaries: Vec<Binary> = built
+        .into_iter()
+        .filter_map(|binary| {
+            let &(_, filters) =
+                PACKAGES.iter().find(|(package, _)| binary.package_dir.ends_with(package))?;
+            // The filters name integration tests; a unit-test binary runs whole.
+            let filters = if binary.unit { &[][..] } else { filters };
+            Some(Binary { path: binary.path, package_dir: binary.package_dir, filters })
+        })
+        .collect();
     if binaries.is_empty() {
-        return Err("cargo built no test binary".to_owned());
+        return Err("no test binary of the containment suites".to_owned());
     }
     Ok(binaries)
-}
-
-/// The string value of `"name":"…"` in one line of cargo's JSON (paths here have no escapes).
-fn field(line: &str, name: &str) -> Option<String> {
-    let start = line.find(&format!(r#""{name}":""#))? + name.len() + 4;
-    let end = start + line[start..].find('"')?;
-    Some(line[start..end].to_owned())
 }

@@ -4,8 +4,8 @@
 //!
 //! The wheel holds the extension module (`code_runtime._native`) and the `code-runtime` command,
 //! which pip installs in the environment's `bin/` and which serves the V8 cells of process
-//! isolation. Without `--release` both are built with the dev profile, reusing the test build's
-//! artifacts, and stripped. The builder, pytest, mypy and FastMCP come from
+//! isolation. Without `--release` both are built with the dev profile (the command is the test
+//! build's own), and stripped. The builder, pytest, mypy and FastMCP come from
 //! `code-runtime-py/tests/requirements.txt` (pinned, with hashes).
 
 use std::path::{Path, PathBuf};
@@ -37,9 +37,15 @@ fn build(release: bool) -> Result<PathBuf, String> {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
 
-    // The command, first: maturin puts data/scripts/ in the wheel as it finds it.
-    let profile: &[&str] = if release { &["--release"] } else { &[] };
-    cargo(&[&["build", "--locked", "--package", "code-runtime-cli"], profile].concat())?;
+    // The command, first: maturin puts data/scripts/ in the wheel as it finds it. In the dev
+    // profile it is the one the test command builds (for the command's integration tests), with
+    // the workspace's features: built by any other selection of packages it would be compiled
+    // again, V8's link and all.
+    if release {
+        cargo(&["build", "--locked", "--release", "--package", "code-runtime-cli"])?;
+    } else {
+        cargo(&["test", "--locked", "--workspace", "--no-run", "--quiet"])?;
+    }
     let scripts = package.join("data/scripts");
     std::fs::create_dir_all(&scripts).map_err(|error| format!("{}: {error}", scripts.display()))?;
     let command = scripts.join("code-runtime");

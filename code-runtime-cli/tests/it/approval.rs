@@ -1,4 +1,4 @@
-//! Approvals through the command line (CLI.md "Turn 3"): `--approvals`, exit code 4 and the
+//! Approvals through the command line (docs/cli.md "Turn 3"): `--approvals`, exit code 4 and the
 //! paused JSON, `resume`, the checkpoint key, the terminal's questions, and the audit lines.
 
 use std::os::unix::fs::PermissionsExt as _;

@@ -1,4 +1,4 @@
-//! Lossless-JSON rules and the iterative walks: REFERENCE.md §5.11 (the rules that apply to a Rust
+//! Lossless-JSON rules and the iterative walks: docs/reference.md §5.11 (the rules that apply to a Rust
 //! value) and §5.12 (byte metering), Appendix A (string costs) and Appendix B (number spelling).
 
 use code_runtime_json as json;
@@ -158,7 +158,7 @@ fn c144_truncate_and_string_size() {
 
 #[test]
 fn c145_escapes_and_code_point_cuts() {
-    // The reference prefix minus its lone U+D800, which a Rust string cannot hold (DESIGN.md §9.2;
+    // The reference prefix minus its lone U+D800, which a Rust string cannot hold (docs/design.md §9.2;
     // covered by `lone_surrogates_are_not_lossless`): 30 bytes as JSON.
     let prefix = "\"\\\u{8}\u{9}\u{a}\u{c}\u{d}\u{0}😀€a";
     assert_eq!(json::string_len(prefix), 30);
@@ -331,7 +331,7 @@ fn c171_zero_nested_100_000_deep() {
 #[test]
 fn c172_large_integers_use_ecmascript_spelling() {
     // The reference's Python meter spells 2^60 with its exact digits; our one ledger uses the
-    // ECMAScript spelling everywhere (DESIGN.md §3). Both are 19 digits, so the byte count agrees.
+    // ECMAScript spelling everywhere (docs/design.md §3). Both are 19 digits, so the byte count agrees.
     let parsed: JsonValue = serde_json::from_str("[1152921504606846976]").unwrap();
     assert_eq!(json::validate(&parsed), Ok(()));
     assert_eq!(json::encoded_len(&parsed, 100), Some(21));

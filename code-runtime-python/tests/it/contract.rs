@@ -1,4 +1,4 @@
-//! The shared contract on Python: REFERENCE.md §5.1, §5.4, §5.5, §5.8 and §5.14.
+//! The shared contract on Python: docs/reference.md §5.1, §5.4, §5.5, §5.8 and §5.14.
 
 use code_runtime::json;
 

@@ -1,6 +1,7 @@
-//! The host API as a host meets it: per-request limits, the cap on runs in flight, the in-flight
-//! call rule, executors that are not tokio, threads that come and go, runtimes shut down mid-run,
-//! and constructing without blocking.
+//! The host API as a Python host meets it: threads that come and go, runtimes shut down mid-run,
+//! a cell of its own for every run, and constructing without blocking. What both languages share
+//! (per-request limits, the cap on runs in flight, the in-flight call rule, executors that are
+//! not tokio) is in the provider suites (`conformance/tests/it/providers/host_api.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,25 +12,7 @@ use code_runtime::{RunLimits, binding};
 
 use crate::*;
 
-#[test]
-fn a_request_tightens_the_provider_limits() {
-    let spin = CodeRunRequest::new("while True:\n    pass")
-        .limits(RunLimits { compute_ms: Some(100), ..RunLimits::default() });
-    assert_eq!(
-        failure(&run_on(default_runtime(), spin)),
-        Some(("timeout", "compute budget exhausted (100ms busy)".to_owned()))
-    );
-    let chatty = CodeRunRequest::new("return 'y' * 100")
-        .limits(RunLimits { max_output_bytes: Some(40), ..RunLimits::default() });
-    assert_eq!(
-        failure(&run_on(default_runtime(), chatty)),
-        Some(("output-limit", "outer output exceeded 40 bytes".to_owned()))
-    );
-    let hog = CodeRunRequest::new("try:\n    bytearray(200 * 2**20)\n    return 'allocated'\nexcept MemoryError:\n    return 'refused'")
-        .limits(RunLimits { max_memory_mb: Some(100), ..RunLimits::default() });
-    assert_eq!(value(&run_on(default_runtime(), hog)), &json!("refused"));
-}
-
+/// A binding that records when it is called and when its future is dropped, and never settles.
 fn hanging(started: &Arc<AtomicUsize>, dropped: &Arc<AtomicBool>) -> code_runtime::BindingFunction {
     struct Guard(Arc<AtomicBool>);
     impl Drop for Guard {
@@ -47,84 +30,6 @@ fn hanging(started: &Arc<AtomicUsize>, dropped: &Arc<AtomicBool>) -> code_runtim
             Ok(JsonValue::Null)
         }
     })
-}
-
-#[test]
-fn calls_in_flight_are_cancelled_when_the_run_ends() {
-    for (program, kind) in [
-        ("tools.hang({})\nreturn 1", None),
-        ("tools.hang({})\nraise RuntimeError('boom')", Some("exception")),
-        ("tools.hang({})\nwhile True:\n    pass", Some("timeout")),
-    ] {
-        let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
-        let request = CodeRunRequest::new(program)
-            .binding(tools().function("hang", hanging(&started, &dropped)))
-            .limits(RunLimits { compute_ms: Some(200), ..RunLimits::default() });
-        let result = run_on(default_runtime(), request);
-        assert_eq!(result.error().map(|error| error.kind().as_str()), kind, "{program}");
-        assert_eq!(started.load(Ordering::SeqCst), 1, "{program}: the call started when made");
-        assert!(dropped.load(Ordering::SeqCst), "{program}: cancelled before run returned");
-    }
-}
-
-#[test]
-fn runs_beyond_the_cap_wait_for_a_slot() {
-    let runtime = Arc::new(
-        PythonCodeRuntime::new(PythonConfig { max_concurrent_runs: 2, ..PythonConfig::default() })
-            .unwrap(),
-    );
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let entered = Arc::new(AtomicUsize::new(0));
-    let wait = {
-        let (gate, entered) = (gate.clone(), entered.clone());
-        binding(move |_| {
-            entered.fetch_add(1, Ordering::SeqCst);
-            let gate = gate.clone();
-            async move {
-                let _permit = gate.acquire().await.map_err(|error| error.to_string())?;
-                Ok(json!("through"))
-            }
-        })
-    };
-    tokio().block_on(async {
-        let runs: Vec<_> = (0..3)
-            .map(|_| {
-                let runtime = runtime.clone();
-                let request = CodeRunRequest::new("return await tools.wait()")
-                    .binding(tools().function("wait", wait.clone()));
-                tokio::spawn(async move { runtime.run(request).await })
-            })
-            .collect();
-        while entered.load(Ordering::SeqCst) < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(entered.load(Ordering::SeqCst), 2, "the third run waits for a slot");
-        gate.add_permits(3);
-        for run in runs {
-            assert_eq!(run.await.unwrap().unwrap().value(), Some(&json!("through")));
-        }
-    });
-}
-
-#[test]
-fn run_works_under_any_executor() {
-    let slow = binding(|args| async move {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        Ok(args.into())
-    });
-    let request = CodeRunRequest::new("return await tools.slow({'n': 1})")
-        .binding(tools().function("slow", slow));
-    let result = futures::executor::block_on(default_runtime().run(request)).unwrap();
-    assert_eq!(value(&result), &json!({"n": 1}));
-    let bare = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let spin = CodeRunRequest::new("import time\ntime.sleep(5)")
-        .limits(RunLimits { max_wall_ms: Some(200), ..RunLimits::default() });
-    let result = bare.block_on(default_runtime().run(spin)).unwrap();
-    assert_eq!(
-        failure(&result),
-        Some(("timeout", "wall-clock ceiling reached (200ms)".to_owned()))
-    );
 }
 
 #[test]
@@ -243,24 +148,4 @@ fn construction_does_not_block_an_async_host_and_is_cached() {
     let result = futures::executor::block_on(again.run(CodeRunRequest::new("return 1"))).unwrap();
     assert_eq!(value(&result), &json!(1));
     let _ = std::fs::remove_dir_all(dir);
-}
-
-#[test]
-fn every_builtin_a_program_starts_with_is_listed_as_shadowed() {
-    let builtins = run(
-        "import builtins\nreturn [name for name in dir(builtins) if not name.startswith('_')]",
-        vec![],
-    );
-    let missing: Vec<_> = value(&builtins)
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(JsonValue::as_str)
-        .filter(|name| {
-            !code_runtime::provider::SHADOWED_GLOBALS.contains(name)
-                && !code_runtime::provider::PORTABLE_RESERVED_WORDS.contains(name)
-        })
-        .map(str::to_owned)
-        .collect();
-    assert!(missing.is_empty(), "builtins a namespace could shadow: {missing:?}");
 }

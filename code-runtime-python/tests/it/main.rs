@@ -1,5 +1,5 @@
 //! Integration tests of the Python provider against a real `python3`. Tests named `cNNN_…` cover
-//! the numbered case of REFERENCE.md §5 (docs/conformance.md maps them).
+//! the numbered case of docs/reference.md §5 (docs/conformance.md maps them).
 
 mod approval;
 mod budgets;
@@ -37,7 +37,7 @@ fn default_runtime() -> &'static PythonCodeRuntime {
     RUNTIME.get_or_init(|| runtime(Limits::default()))
 }
 
-/// `T{…}` of REFERENCE.md §5: the `tools` namespace with the Code Mode error class.
+/// `T{…}` of docs/reference.md §5: the `tools` namespace with the Code Mode error class.
 fn tools() -> CodeBindingNamespace {
     CodeBindingNamespace::new("tools").error_class("ToolCallError", "toolName")
 }
@@ -76,11 +76,6 @@ fn counted(
         async move { Ok(reply) }
     });
     (function, count)
-}
-
-/// A binding that never settles.
-fn never() -> code_runtime::BindingFunction {
-    binding(|_| std::future::pending())
 }
 
 /// A binding that resolves with `reply` after `ms` milliseconds.

@@ -1,61 +1,12 @@
-//! Budgets, cancellation, disposal and output limits on TypeScript.
+//! Budgets, disposal and output limits where TypeScript has its own cases. The cases both
+//! languages share are in the provider suites (`conformance/tests/it/providers/budgets.rs`).
 
 use std::time::Duration;
 
+use code_runtime::FailureKind;
 use code_runtime::json;
-use code_runtime::{CancellationToken, FailureKind};
 
 use crate::*;
-
-#[test]
-fn c048_compute_budget_with_a_pending_decoy_call() {
-    let runtime = runtime(Limits { compute_ms: 300, max_wall_ms: 30_000, ..Limits::default() });
-    let request = CodeRunRequest::new("void tools.slow({}); for (;;) {}")
-        .binding(tools().function("slow", never()));
-    assert_eq!(
-        run_on(&runtime, request).to_json(),
-        r#"{"logs":[],"error":{"kind":"timeout","message":"compute budget exhausted (300ms busy)"}}"#
-    );
-}
-
-#[test]
-fn c049_idle_time_is_not_compute() {
-    let runtime = runtime(Limits { compute_ms: 200, max_wall_ms: 30_000, ..Limits::default() });
-    let slow = binding(|_| async {
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        Ok(json!("slow-done"))
-    });
-    let result = run_on(
-        &runtime,
-        CodeRunRequest::new("return await tools.slow({})").binding(tools().function("slow", slow)),
-    );
-    assert_eq!(value(&result), &json!("slow-done"));
-}
-
-#[test]
-fn c050_wall_clock_ceiling() {
-    let runtime = runtime(Limits { compute_ms: 30_000, max_wall_ms: 400, ..Limits::default() });
-    let request = CodeRunRequest::new("await tools.never({}); return 1")
-        .binding(tools().function("never", never()));
-    assert_eq!(
-        run_on(&runtime, request).to_json(),
-        r#"{"logs":[],"error":{"kind":"timeout","message":"wall-clock ceiling reached (400ms)"}}"#
-    );
-}
-
-#[test]
-fn c051_cancel_mid_loop() {
-    let signal = CancellationToken::new();
-    let cancel = signal.clone();
-    let request = CodeRunRequest::new("for (;;) {}").signal(signal);
-    let result = tokio().block_on(async {
-        let running = tokio::spawn(async move { default_runtime().run(request).await });
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        cancel.cancel();
-        running.await.unwrap().unwrap()
-    });
-    assert_eq!(failure(&result), Some(("abort", "cancelled".to_owned())));
-}
 
 #[test]
 fn c054_tiny_cap_and_a_strip_failure() {
@@ -157,19 +108,6 @@ fn c069_c070_default_cap_boundary() {
     assert_eq!(
         failure(&over),
         Some(("output-limit", "outer output exceeded 67108864 bytes".to_owned()))
-    );
-}
-
-#[test]
-fn c073_output_limit_masks_a_timeout() {
-    let runtime = runtime(Limits { max_output_bytes: 40, max_wall_ms: 300, ..Limits::default() });
-    assert_eq!(
-        run_on(
-            &runtime,
-            CodeRunRequest::new("console.log('x'.repeat(20)); await new Promise(() => {})")
-        )
-        .to_json(),
-        r#"{"logs":["xxxx"],"error":{"kind":"output-limit","message":"outer output exceeded 40 bytes"}}"#
     );
 }
 

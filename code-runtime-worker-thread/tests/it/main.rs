@@ -1,7 +1,6 @@
 //! Integration tests of the V8 provider. Tests named `cNNN_…` cover the numbered case of
-//! REFERENCE.md §5 (docs/conformance.md maps them).
+//! docs/reference.md §5 (docs/conformance.md maps them).
 
-mod approval;
 mod attacks;
 mod budgets;
 mod contract;
@@ -54,7 +53,7 @@ fn rss_mib() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
 }
 
-/// `T{…}` of REFERENCE.md §5.
+/// `T{…}` of docs/reference.md §5.
 fn tools() -> CodeBindingNamespace {
     CodeBindingNamespace::new("tools").error_class("ToolCallError", "toolName")
 }

@@ -638,8 +638,9 @@ fn a_spawner_process_cell_is_a_copy_of_it_that_shares_its_relocated_pages_and_dr
         // worker pool of V8's choosing would add one per processor but one), and the main
         // thread, which waits for it (named after the executable, cut to 15 bytes as well).
         assert_eq!(copy["threads"], json!(["code-runtime-v8", "code-runtime-v8"]), "{seen}");
-        // Its secrets of the C library are its own (`reseed.rs`): the `AT_RANDOM` bytes, drawn
-        // with the canary and the pointer guard, differ from the spawner's and each other's.
+        // Its secrets of the C library are its own (`code-runtime-sandbox/src/reseed.rs`): the
+        // `AT_RANDOM` bytes, drawn with the canary and the pointer guard, differ from the
+        // spawner's and each other's.
         assert!(copy["random"].is_string(), "{seen}");
         randoms.push(copy["random"].clone());
         let own = copy["reservations"].as_array().unwrap();

@@ -542,3 +542,21 @@ fn hostile_inputs_end_in_results() {
     let result = run_on(default_runtime(), limited);
     assert!(result.error().is_some(), "{}", result.to_json());
 }
+
+#[test]
+fn every_run_has_crypto_and_performance_and_the_machines_numbers_differ() {
+    let in_a_cell = process_runtime(Limits::default());
+    for (runtime, mode) in [(default_runtime(), "thread"), (&in_a_cell, "process")] {
+        let program = "return [Math.random(), crypto.randomUUID(), typeof performance.now()]";
+        let first = run_on(runtime, CodeRunRequest::new(program));
+        let second = run_on(runtime, CodeRunRequest::new(program));
+        assert_eq!(value(&first)[2], json!("number"), "{mode}");
+        assert_ne!(value(&first)[0], value(&second)[0], "{mode}");
+        assert_ne!(value(&first)[1], value(&second)[1], "{mode}");
+        let uuid = value(&first)[1].as_str().unwrap().to_owned();
+        assert_eq!((uuid.len(), &uuid[14..15]), (36, "4"), "{mode}: {uuid}");
+        let refused =
+            run_on(runtime, CodeRunRequest::new("crypto.getRandomValues(new Float64Array(2))"));
+        assert!(refused.error().unwrap().message().contains("integer typed array"), "{mode}");
+    }
+}

@@ -1,4 +1,4 @@
-//! The output ledger: the one combined budget over what a run may hand back (REFERENCE.md §3.10).
+//! The output ledger: the one combined budget over what a run may hand back (docs/reference.md §3.10).
 //!
 //! What is counted is `bytes(JSON(logs)) + bytes(JSON(value))` for a success, or
 //! `bytes(JSON(logs)) + bytes(JSON(error.message))` for a failure, in compact JSON with ECMAScript
@@ -24,12 +24,12 @@ pub struct OutputLedger {
     max: usize,
     used: usize,
     logs: Vec<String>,
-    budget: Budget,
+    standing: Standing,
 }
 
-/// Whether a ledger's budget still holds.
+/// Whether a ledger's budget still holds, and if not, what exceeded it.
 #[derive(Debug)]
-enum Budget {
+enum Standing {
     Holds,
     /// Exceeded by a log entry, kept aside: its prefix may appear in the limit result.
     ExceededBy(String),
@@ -61,7 +61,7 @@ impl OutputLedger {
     /// Any budget works; providers validate theirs against [`Self::MIN_MAX_OUTPUT_BYTES`] at
     /// construction (see [`Limits`](crate::Limits)).
     pub fn new(max_output_bytes: usize) -> Self {
-        Self { max: max_output_bytes, used: 2, logs: Vec::new(), budget: Budget::Holds }
+        Self { max: max_output_bytes, used: 2, logs: Vec::new(), standing: Standing::Holds }
     }
 
     /// The budget.
@@ -86,7 +86,7 @@ impl OutputLedger {
 
     /// Whether the budget has been exceeded; every later entry is dropped.
     pub fn is_exceeded(&self) -> bool {
-        !matches!(self.budget, Budget::Holds)
+        !matches!(self.standing, Standing::Holds)
     }
 
     /// Offers one log entry, in emission order.
@@ -104,7 +104,7 @@ impl OutputLedger {
             self.logs.push(entry);
             Admission::Admitted
         } else {
-            self.budget = Budget::ExceededBy(entry);
+            self.standing = Standing::ExceededBy(entry);
             Admission::Exceeded
         }
     }
@@ -112,7 +112,7 @@ impl OutputLedger {
     /// Records that the substrate itself detected an overflow (for instance a worker-side buffer
     /// that refused an entry before it reached the host). Later entries are dropped.
     pub fn exceed(&mut self) {
-        self.exceed_with(Budget::Exceeded);
+        self.exceed_with(Standing::Exceeded);
     }
 
     /// [`exceed`](OutputLedger::exceed) for a budget of the host's other than the run's output
@@ -120,12 +120,12 @@ impl OutputLedger {
     /// `reason`, not `outer output exceeded <max> bytes`. An entry that exceeded the budget
     /// first keeps its place.
     pub fn exceed_because(&mut self, reason: String) {
-        self.exceed_with(Budget::ExceededBecause(reason));
+        self.exceed_with(Standing::ExceededBecause(reason));
     }
 
-    fn exceed_with(&mut self, budget: Budget) {
+    fn exceed_with(&mut self, standing: Standing) {
         if !self.is_exceeded() {
-            self.budget = budget;
+            self.standing = standing;
         }
     }
 
@@ -139,17 +139,18 @@ impl OutputLedger {
     ///
     /// Whatever does not fit becomes the *limit result*: `output-limit` with the logs re-trimmed to
     /// leave room for `outer output exceeded <max> bytes` (only a prefix of it when the budget is
-    /// below 32 bytes). The kind of the original failure is not kept (REFERENCE.md C073).
+    /// below the message's length plus the 4 bytes of `[]` and its quotes). The kind of the
+    /// original failure is not kept (docs/reference.md C073).
     pub fn settle(mut self, ending: Ending) -> CodeRunResult {
         if matches!(ending, Ending::Stopped(StopReason::OutputExceeded)) {
             self.exceed();
         }
-        let Self { max, used, logs, budget } = self;
-        match budget {
-            Budget::Holds => {}
-            Budget::ExceededBy(entry) => return limit_result(max, logs, Some(entry)),
-            Budget::Exceeded => return limit_result(max, logs, None),
-            Budget::ExceededBecause(reason) => {
+        let Self { max, used, logs, standing } = self;
+        match standing {
+            Standing::Holds => {}
+            Standing::ExceededBy(entry) => return limit_result(max, logs, Some(entry)),
+            Standing::Exceeded => return limit_result(max, logs, None),
+            Standing::ExceededBecause(reason) => {
                 let failure = CodeRunFailure::output_limit(max).with_message(reason);
                 return failure_result(max, logs, None, failure);
             }
@@ -188,7 +189,7 @@ fn failure_within(
     }
 }
 
-/// The limit result of REFERENCE.md §3.10, built from the admitted logs plus the entry that
+/// The limit result of docs/reference.md §3.10, built from the admitted logs plus the entry that
 /// overflowed (if a log did).
 fn limit_result(max: usize, logs: Vec<String>, overflow: Option<String>) -> CodeRunResult {
     failure_result(max, logs, overflow, CodeRunFailure::output_limit(max))

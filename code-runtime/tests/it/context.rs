@@ -1,4 +1,4 @@
-//! [`Context`]: one provider per language, lookup, and disposal to quiescence (REFERENCE.md
+//! [`Context`]: one provider per language, lookup, and disposal to quiescence (docs/reference.md
 //! C004, C005, C031).
 
 use std::sync::Arc;

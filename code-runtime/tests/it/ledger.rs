@@ -1,4 +1,4 @@
-//! The output ledger: REFERENCE.md §3.10 and the language-neutral cases of §5.6, played as the
+//! The output ledger: docs/reference.md §3.10 and the language-neutral cases of §5.6, played as the
 //! host loop plays them (admit each log in order, then settle how the run ended).
 
 use code_runtime::json;
@@ -28,7 +28,7 @@ fn output_limit(max: usize) -> CodeRunFailure {
     failure(FailureKind::OutputLimit, &format!("outer output exceeded {max} bytes"))
 }
 
-/// `bytes(JSON(logs)) + bytes(JSON(value or error.message))`, what REFERENCE.md calls the counted
+/// `bytes(JSON(logs)) + bytes(JSON(value or error.message))`, what docs/reference.md calls the counted
 /// output; `BOUND(n)` asserts it is at most `n`.
 fn counted(result: &CodeRunResult) -> usize {
     let logs = JsonValue::Array(result.logs().iter().map(|log| json!(log)).collect());

@@ -1,4 +1,4 @@
-//! Provider budgets: defaults and validation (REFERENCE.md §5.3, shared by both providers).
+//! Provider budgets: defaults and validation (docs/reference.md §5.3, shared by both providers).
 
 use code_runtime::provider::OutputLedger;
 use code_runtime::{ContractError, Limits, RunLimits};

@@ -1,5 +1,5 @@
 //! Integration tests of the `code-runtime` crate, one binary with a module per concern. Tests named
-//! `cNNN_…` cover the numbered case of REFERENCE.md §5 (docs/conformance.md maps them).
+//! `cNNN_…` cover the numbered case of docs/reference.md §5 (docs/conformance.md maps them).
 
 mod approval;
 mod binding;

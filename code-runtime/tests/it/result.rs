@@ -1,4 +1,4 @@
-//! The result vocabulary and its JSON shape (REFERENCE.md §1.5).
+//! The result vocabulary and its JSON shape (docs/reference.md §1.5).
 
 use code_runtime::json;
 use code_runtime::provider::{Ending, OutputLedger, StopReason};

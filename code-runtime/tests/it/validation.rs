@@ -1,4 +1,4 @@
-//! Binding-declaration validation: REFERENCE.md §5.1 constants and §5.2 misuse cases.
+//! Binding-declaration validation: docs/reference.md §5.1 constants and §5.2 misuse cases.
 
 use code_runtime::provider::{
     PORTABLE_RESERVED_WORDS, PROGRAM_WRAPPER_NAME, RESERVED_BINDING_GLOBALS,
@@ -6,7 +6,7 @@ use code_runtime::provider::{
 };
 use code_runtime::{CodeBindingNamespace, ContractError, binding};
 
-/// The namespace the reference tests and the Code Mode consumer use, `T{}` in REFERENCE.md §5.
+/// The namespace the reference tests and the Code Mode consumer use, `T{}` in docs/reference.md §5.
 fn tools() -> CodeBindingNamespace {
     CodeBindingNamespace::new("tools")
         .function("probe", binding(|args| async move { Ok(args.into_value()) }))
@@ -290,7 +290,7 @@ fn function_names_are_not_validated() {
 
 #[test]
 fn a_namespace_may_not_shadow_a_global_the_program_needs() {
-    // DESIGN.md §9 item 9: ECMAScript globals and Python builtins, for namespaces and classes.
+    // docs/design.md §9 item 9: ECMAScript globals and Python builtins, for namespaces and classes.
     for name in
         ["print", "len", "Promise", "JSON", "Object", "setTimeout", "Error", "range", "__import__"]
     {

@@ -1,5 +1,5 @@
 # A call that needs approval, with no approver, is denied: the namespace's error class, catchable
-# (DESIGN.md §13). A call whose argument does not match the approval schema is not asked about.
+# (docs/design.md §13). A call whose argument does not match the approval schema is not asked about.
 out = []
 try:
     await tools.delete({"name": "infra"})

@@ -1,2 +1,2 @@
-# A call with no argument passes JSON null (DESIGN.md §9 item 7).
+# A call with no argument passes JSON null (docs/design.md §9 item 7).
 return [await tools.echo()]

@@ -1,4 +1,4 @@
-# Keyword arguments are one JSON object (DESIGN.md §9 item 8); mixing them with a positional
+# Keyword arguments are one JSON object (docs/design.md §9 item 8); mixing them with a positional
 # argument is a TypeError.
 found = await tools.echo(q="rust", limit=2)
 try:

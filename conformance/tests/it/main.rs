@@ -1,6 +1,9 @@
 //! Runs every conformance case on its provider, snapshots the report, checks the suite's
 //! expectation, and checks that cases present in both languages agree, and that every
-//! TypeScript case has the same report in both isolation modes.
+//! TypeScript case has the same report in both isolation modes. Beside the cases, the provider
+//! suites (`providers.rs`): Rust tests of the host API written once and run on every provider.
+
+mod providers;
 
 use std::collections::BTreeMap;
 
