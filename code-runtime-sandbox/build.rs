@@ -3,9 +3,9 @@
 //! refuse each other even though every crate's version is 0.0.0.
 //!
 //! The sources are this crate's, and those of the crates whose programs a spawner process or a
-//! zygote serves (the V8 cell, the TypeScript and Python providers), with the lockfile, which
-//! pins every dependency (V8 among them). A directory that is not there (a build from a copy of
-//! this crate alone) counts as empty.
+//! zygote serves (the V8 cell, the TypeScript and Python providers), with the lockfile (the
+//! versions of every dependency, V8 among them, in a `--locked` build). A path that is not there
+//! (a build from a copy of this crate alone) counts as empty.
 
 #![allow(clippy::print_stdout, reason = "a build script speaks to cargo on its standard output")]
 
@@ -31,11 +31,17 @@ fn main() {
     let mut files = Vec::new();
     for source in SOURCES {
         let path = root.join(source);
-        println!("cargo::rerun-if-changed={}", path.display());
-        collect(&path, &mut files);
+        // Only what exists: cargo takes a missing path as changed, and would run this again (and
+        // build everything above this crate again) on every build of a copy of it alone.
+        if path.exists() {
+            println!("cargo::rerun-if-changed={}", path.display());
+            collect(&path, &mut files);
+        }
     }
     files.sort();
-    // Two hashers with different seeds: 128 bits, so that two builds never meet by chance.
+    // 128 bits, so that two builds never meet by chance: two SipHash states, the second started
+    // from a prefix. (SipHash's keys are std's fixed ones; another toolchain may hash otherwise,
+    // which only makes its build another build, as it is.)
     let mut hashers = [DefaultHasher::new(), DefaultHasher::new()];
     hashers[1].write(b"code-runtime cell server");
     for file in &files {

@@ -28,7 +28,10 @@ use crate::launch::Launched;
 use crate::protocol::{Callee, Incoming, Protocol, Unread};
 
 /// How long a run whose channel ended waits for its cell to exit by itself before it is killed.
-const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// The init exits at once once the program is gone, with the program's status; on a loaded
+/// machine "at once" can take longer than 100 ms to be scheduled, and a kill then would lose
+/// that status. A cell whose program left processes behind waits this long before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// How long teardown reads what a stopped cell wrote before it was killed.
 const DRAIN_WITHIN: Duration = Duration::from_secs(1);

@@ -50,6 +50,9 @@ _functions = []
 _made = 0
 _next_rank = 0
 _ready = {}
+# Recorded replies whose turn has come, not yet settled (under asyncio, one a turn).
+_due = []
+_settling = False
 
 
 class _ScanContext:
@@ -959,18 +962,40 @@ def _recorded(binding, ident):
 
 
 def _give_recorded():
-    """Hands the program the recorded replies whose turn has come, in their first order, each on
-    a later turn of the loop, as a live reply arrives: calls that raced then settle in the order
-    they settled the first time. (Settled at once, both would be done before the program waits
-    on them, and asyncio has no order for futures already done.)"""
+    """Hands the program the recorded replies whose turn has come, in their first order. Under
+    asyncio, one a turn of the loop, as live replies arrive: the next waits until what the last
+    one woke has run, so calls that raced settle as they did the first time (settled at once,
+    all would be done before the program looks, and asyncio has no order for futures already
+    done)."""
     global _next_rank
     while _next_rank in _ready:
-        reply = _ready.pop(_next_rank)
-        if _loop is None:
-            _dispatch(reply)
-        else:
-            _loop.call_soon(_dispatch, reply)
+        _due.append(_ready.pop(_next_rank))
         _next_rank += 1
+    if _loop is None:
+        while _due:
+            _dispatch(_due.pop(0))
+    elif _due and not _settling:
+        _settle_later()
+
+
+def _settle_one():
+    global _settling
+    _settling = False
+    if _due:
+        _dispatch(_due.pop(0))
+    if _due:
+        _settle_later()
+
+
+def _settle_later():
+    """`_settle_one` on a later turn: queued after the callbacks the last reply scheduled (its
+    task's wake-up), from the loop's thread or another (a binding called in `asyncio.to_thread`)."""
+    global _settling
+    _settling = True
+    if sys.modules["asyncio"]._get_running_loop() is _loop:
+        _loop.call_soon(_settle_one)
+    else:
+        _loop.call_soon_threadsafe(_settle_one)
 
 
 def _reading():

@@ -57,6 +57,11 @@ del _prelude, _end
 _recipe, _rights, _flags, _address = _control.recvmsg(1 << 20, _socket.CMSG_SPACE(4))
 _hello = _scope["_loads"](_recipe)
 _recipe = _hello["plan"]
+# The answer, made now: a zygote is of its host's build (the host wrote every file it runs), so
+# it says the host's. Made and freed before the warm-up, so that no block it held is freed among
+# the pages the forks share.
+_READY = ('{"ready": {"build": %s, "containment": null}}' % _scope["_quote"](_hello["build"])).encode()
+del _hello
 # The run's init as an executable (code-runtime-sandbox's run_init.rs), where the host has one.
 _RUN_INIT = next(
     (
@@ -608,8 +613,7 @@ _filled = _fill_small_blocks()
 # address-space limit.
 _OVERHEAD = max(0, _address_space() - _bare)
 gc.freeze()
-_control.send(('{"ready": {"build": "%s", "containment": null}}' % _hello["build"]).encode())
-del _hello
+_control.send(_READY)
 while True:
     try:
         _request, _rights, _flags, _address = _control.recvmsg(1 << 16, _socket.CMSG_SPACE(5 * 4))

@@ -8,8 +8,9 @@
 //!    (the spawner process: the [`CellSpec`]; a zygote: its [`Recipe`], after its language's
 //!    bootstrap, which the language's own crate writes).
 //! 2. server → host: an [`Answer`]: `ready`, with the server's build and (the spawner process)
-//!    the layers its cells have, or `failed` and why. A server of another build, or one whose
-//!    machine plans other cells, is not used.
+//!    the layers its cells have, or `failed` and why. The spawner process refuses a host of
+//!    another build; a zygote, whose every file the host wrote, says the host's build back. The
+//!    host uses no server of another build, or whose machine plans other cells.
 //! 3. host → server, per cell: a request ([`SpawnerCell`] or [`ZygoteCell`]) with five
 //!    descriptors: stdin, stdout, stderr, channel, and the cell's end of a report socket.
 //! 4. On that report socket: [`Report`]s, `ready` with pidfds of the cell's init and of its
@@ -154,10 +155,23 @@ impl Report {
     }
 }
 
-/// A message of this protocol as it goes on the socket.
-pub(crate) fn encode(message: &impl Serialize) -> Vec<u8> {
-    // Serializing these types (strings, numbers, maps with string keys) cannot fail.
-    serde_json::to_vec(message).unwrap_or_default()
+/// A message of this protocol as it goes on the socket. (These types, strings, numbers and maps
+/// with string keys, always serialize; an error is still an error, never an empty message, which
+/// a server reads as its host gone.)
+pub(crate) fn encode(message: &impl Serialize) -> io::Result<Vec<u8>> {
+    serde_json::to_vec(message).map_err(io::Error::other)
+}
+
+/// At most this much of what a server says is kept in an error.
+const SAID_BYTES: usize = 200;
+
+/// `said` (a server's words), cut to [`SAID_BYTES`] at a character boundary.
+fn cut(said: &str) -> String {
+    let mut end = said.len().min(SAID_BYTES);
+    while !said.is_char_boundary(end) {
+        end -= 1;
+    }
+    said[..end].to_owned()
 }
 
 /// A message of this protocol from the socket, or why it is not one.
@@ -179,8 +193,11 @@ pub(crate) enum Asked {
     Failed(String),
     /// The report socket ended with nothing said: the server is gone.
     Gone,
-    /// The report was unreadable, or its pidfd named no process.
+    /// The report was unreadable, or not one of this protocol's: the server is broken.
     Broken(String),
+    /// The cell was ready but has already ended and been reaped (its pidfd names no process):
+    /// this cell's failure, not the server's.
+    Ended,
 }
 
 /// Asks the server on `control` for a cell with `io` as its program's descriptors and waits at
@@ -192,9 +209,10 @@ pub(crate) fn ask_for_cell(
     io: &CellIo,
     within: Duration,
 ) -> io::Result<Asked> {
+    let request = encode(request)?;
     let (report, cell_end) = seqpacket()?;
     let fds = [&io.stdin, &io.stdout, &io.stderr, &io.channel, &cell_end].map(AsRawFd::as_raw_fd);
-    if let Err(error) = send(control.as_fd(), &encode(request), &fds) {
+    if let Err(error) = send(control.as_fd(), &request, &fds) {
         return Ok(Asked::NotSent(error));
     }
     drop(cell_end);
@@ -209,17 +227,14 @@ pub(crate) fn ask_for_cell(
         Some(Report::Ready) if !pidfds.is_empty() => {
             let worker = (pidfds.len() > 1).then(|| pidfds.remove(1));
             let init = pidfds.remove(0);
-            let Some(pid) = pid_of(&init) else {
-                return Ok(Asked::Broken("its pidfd names no pid".to_owned()));
-            };
+            let Some(pid) = pid_of(&init) else { return Ok(Asked::Ended) };
             Ok(Asked::Ready { init: (init, pid), worker, report })
         }
-        Some(Report::Failed(why)) => Ok(Asked::Failed(why)),
+        Some(Report::Failed(why)) => Ok(Asked::Failed(cut(&why))),
         _ if message.is_empty() => Ok(Asked::Gone),
-        _ => Ok(Asked::Broken(format!(
-            "it reported {:?}",
-            String::from_utf8_lossy(&message[..message.len().min(200)])
-        ))),
+        _ => {
+            Ok(Asked::Broken(format!("it reported {:?}", cut(&String::from_utf8_lossy(&message)))))
+        }
     }
 }
 
@@ -277,12 +292,12 @@ impl<'de> Deserialize<'de> for Hex {
         if digits.len() % 2 != 0 {
             return Err(D::Error::custom("an odd number of hex digits"));
         }
+        // Each digit on its own: `from_str_radix` would take a sign ("+a").
+        let digit = |byte: u8| char::from(byte).to_digit(16);
         digits
             .as_bytes()
             .chunks(2)
-            .map(|pair| {
-                std::str::from_utf8(pair).ok().and_then(|pair| u8::from_str_radix(pair, 16).ok())
-            })
+            .map(|pair| u8::try_from(digit(pair[0])? << 4 | digit(pair[1])?).ok())
             .collect::<Option<Vec<u8>>>()
             .map(Hex)
             .ok_or_else(|| D::Error::custom("not hex digits"))
@@ -304,7 +319,7 @@ mod tests {
             options: Options { namespaces: true, landlock: false, seccomp: true, require: false },
             machine_cache: Some(PathBuf::from(&odd)),
         };
-        let hello = encode(&Hello::new(WireSpec::from(&spec)));
+        let hello = encode(&Hello::new(WireSpec::from(&spec))).unwrap();
         let back: Hello<WireSpec> = decode(&hello).unwrap();
         assert_eq!(back.build, BUILD);
         let back = CellSpec::from(back.plan);
@@ -314,7 +329,7 @@ mod tests {
         assert_eq!(back.machine_cache, spec.machine_cache);
         assert_eq!(back.options, spec.options);
         let none = CellSpec { machine_cache: None, ..spec };
-        let back: WireSpec = decode(&encode(&WireSpec::from(&none))).unwrap();
+        let back: WireSpec = decode(&encode(&WireSpec::from(&none)).unwrap()).unwrap();
         assert_eq!(CellSpec::from(back).machine_cache, None);
     }
 
@@ -327,6 +342,7 @@ mod tests {
             json!({"build": BUILD}),
             json!({"build": BUILD, "plan": {"executable": "2f7", "args": [], "read_only": [], "options": options, "machine_cache": null}}),
             json!({"build": BUILD, "plan": {"executable": "zz", "args": [], "read_only": [], "options": options, "machine_cache": null}}),
+            json!({"build": BUILD, "plan": {"executable": "+a", "args": [], "read_only": [], "options": options, "machine_cache": null}}),
             json!({"build": BUILD, "plan": {"executable": "2f", "args": [], "read_only": [], "options": {"namespaces": true}, "machine_cache": null}}),
         ] {
             assert!(decode::<Hello<WireSpec>>(bad.to_string().as_bytes()).is_err(), "{bad}");

@@ -230,7 +230,7 @@ pub(crate) fn rlimits(
     let mut out = vec![
         (libc::RLIMIT_CORE, 0, 0),
         (libc::RLIMIT_AS, limits.memory_bytes, limits.memory_bytes),
-        (libc::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
+        (libc::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds.saturating_add(1)),
         (libc::RLIMIT_FSIZE, limits.file_bytes, limits.file_bytes),
         (libc::RLIMIT_NOFILE, limits.open_files, limits.open_files),
         (libc::RLIMIT_MEMLOCK, 0, 0),

@@ -219,7 +219,7 @@ impl SpawnerProcess {
         drop(child_end);
         let process = Process { child: Some(child), control };
         set_nonblocking(&process.control)?;
-        let hello = cell_server::encode(&Hello::new(WireSpec::from(&self.spec)));
+        let hello = cell_server::encode(&Hello::new(WireSpec::from(&self.spec)))?;
         send(process.control.as_fd(), &hello, &[])?;
         Ok(process)
     }
@@ -303,5 +303,12 @@ fn request(process: &Process, plan: &Arc<Plan>, io: &CellIo, limits: &CellLimits
         Asked::Broken(why) => {
             failed("finding the spawner process's cell", io::Error::other(why), true)
         }
+        // The cell ended (and its init was reaped) before the host looked: this run's failure,
+        // and no reason to end the spawner process, whose other cells run on.
+        Asked::Ended => failed(
+            "finding the spawner process's cell",
+            io::Error::other("it ended at once"),
+            false,
+        ),
     }
 }

@@ -101,7 +101,7 @@ fn hello(control: &OwnedFd) -> Option<CellPlan> {
     readable(control, -1);
     let (message, _) = receive(control.as_fd(), 0).ok()?;
     let (answer, plan) = answer_to(&message);
-    send(control.as_fd(), &encode(&answer), &[]).ok()?;
+    send(control.as_fd(), &encode(&answer).ok()?, &[]).ok()?;
     plan
 }
 
@@ -184,7 +184,7 @@ mod tests {
             machine_cache: None,
         };
         let other = Hello { build: "0123456789abcdef".to_owned(), plan: WireSpec::from(&spec) };
-        let (answer, plan) = answer_to(&encode(&other));
+        let (answer, plan) = answer_to(&encode(&other).unwrap());
         assert!(plan.is_none());
         let Answer::Failed { why } = answer else { panic!("{answer:?}") };
         assert!(why.contains("a host of build 0123456789abcdef"), "{why}");

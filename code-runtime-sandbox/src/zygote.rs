@@ -146,11 +146,17 @@ impl Zygote {
         let asked = ask_for_cell(&self.control, &request, &io, FORK_WITHIN)
             .map_err(|error| failed("creating a socket", error))?;
         let (step, why) = match asked {
-            Asked::Ready { init, worker, report } => {
-                return Ok(Cell::forked(self.children.clone(), init, worker, report, true));
+            // The zygote always sends the program's pidfd too: without it a kill would reach the
+            // init alone.
+            Asked::Ready { init, worker: Some(worker), report } => {
+                return Ok(Cell::forked(self.children.clone(), init, Some(worker), report, true));
+            }
+            Asked::Ready { worker: None, .. } => {
+                ("finding the zygote's cell", io::Error::other("it sent no pidfd of the program"))
             }
             Asked::Failed(why) => ("forking from the zygote", io::Error::other(why)),
             Asked::Broken(why) => ("finding the zygote's cell", io::Error::other(why)),
+            Asked::Ended => ("finding the zygote's cell", io::Error::other("it ended at once")),
             // A full socket is a zygote that stopped reading, and one that takes this long is
             // stuck; a report socket that ends unsaid is one whose zygote is gone. Either way it
             // goes, so that the next run starts a new one instead of waiting here again (every
@@ -192,7 +198,8 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
     let limits = CellLimits::new(1 << 20, u64::MAX);
     let mut cell =
         cell::start(&Arc::new(zygote), io, &limits, WorkerEnd::Execute, cell::next_outer_id())?;
-    let hello = cell_server::encode(&Hello::new(recipe(&children)?));
+    let hello = cell_server::encode(&Hello::new(recipe(&children)?))
+        .map_err(|error| failed("starting the zygote", error))?;
     let init_fds: Vec<_> = crate::run_init::shared().into_iter().collect();
     let mut said = Vec::new();
     let sent = send(control.as_fd(), first, &[])
@@ -210,7 +217,7 @@ fn start(zygote: Plan, children: Arc<Plan>, first: &[u8]) -> Result<Zygote, Sand
             Err(error) => error.to_string(),
             Ok(()) if said.is_empty() => "it did not say ready".to_owned(),
             Ok(()) => match answer {
-                Ok(Answer::Failed { why }) => why,
+                Ok(Answer::Failed { why }) => why.chars().take(200).collect(),
                 Ok(Answer::Ready { build, .. }) => format!("a zygote of another build ({build})"),
                 Err(why) => why,
             },

@@ -9,6 +9,9 @@
 //! - `demo`: the main job of the README: a real TypeScript program against real bindings through
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
+//! - `tools`: what `test` and `wheel` install first (the pinned type checkers, MCP peers, Python
+//!   packages, haproxy, the wheel's build and test tools), alone: CI installs them while it
+//!   lints.
 //! - `conformance [--provider typescript|python] [--suite NAME]`: the cross-provider suite.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 //! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
             "examples/research.bindings.json",
         ]),
         Some("tidy") => tidy::run(),
+        Some("tools") => test_tools::install().and_then(|()| wheel::install_tools().map(drop)),
         Some("image") => image::run(&rest),
         Some("unprivileged") => unprivileged::run(&rest),
         Some("wheel") => wheel::run(&rest),
@@ -84,10 +88,10 @@ fn main() -> ExitCode {
             .concat(),
         ),
         Some(other) => Err(format!(
-            "unknown command `{other}` (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel, image)"
+            "unknown command `{other}` (test, demo, tidy, tools, bench, bench-mcp, conformance, unprivileged, wheel, image)"
         )),
         None => {
-            Err("missing command (test, demo, tidy, bench, bench-mcp, conformance, unprivileged, wheel, image)"
+            Err("missing command (test, demo, tidy, tools, bench, bench-mcp, conformance, unprivileged, wheel, image)"
                 .to_owned())
         }
     };

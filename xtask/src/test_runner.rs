@@ -116,23 +116,46 @@ pub(crate) fn field(line: &str, name: &str) -> Option<String> {
 }
 
 /// What came of the binaries: tests passed, tests failed, and the binaries that failed.
-type Outcome = (u64, u64, Vec<String>);
+pub(crate) type Outcome = (u64, u64, Vec<String>);
 
-/// Runs `binaries`, [`JOBS`] at a time, integration tests first (they take longest).
+/// One test binary to run: how, and what to call it in the output.
+pub(crate) struct Job {
+    pub(crate) name: String,
+    pub(crate) command: Command,
+}
+
+/// Runs `binaries` as cargo would, integration tests first (they take longest).
+#[expect(clippy::disallowed_methods, reason = "xtask runs test binaries, not a Python child")]
 fn run_binaries(mut binaries: Vec<TestBinary>, harness_args: &[&str]) -> Outcome {
     binaries.sort_by_key(|binary| binary.unit);
-    let queue = Arc::new(Mutex::new(VecDeque::from(binaries)));
+    let jobs = binaries
+        .into_iter()
+        .map(|binary| {
+            let mut command = Command::new(&binary.path);
+            command
+                .args(harness_args)
+                .current_dir(&binary.package_dir)
+                .env("CARGO_MANIFEST_DIR", &binary.package_dir)
+                .env("CARGO_PKG_NAME", &binary.package)
+                .env("CARGO", std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            Job { name: format!("{} ({})", binary.path.display(), binary.package), command }
+        })
+        .collect();
+    run_jobs(jobs)
+}
+
+/// Runs `jobs`, [`JOBS`] at a time, in their order.
+pub(crate) fn run_jobs(jobs: Vec<Job>) -> Outcome {
+    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
     let outcome: Arc<Mutex<Outcome>> = Arc::default();
     let workers: Vec<_> = (0..JOBS)
         .map(|_| {
             let (queue, outcome) = (queue.clone(), outcome.clone());
-            let harness_args: Vec<String> =
-                harness_args.iter().map(|&arg| arg.to_owned()).collect();
             std::thread::spawn(move || {
                 loop {
                     let next = queue.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-                    let Some(binary) = next else { break };
-                    let (passed, failed, failure) = run_one(&binary, &harness_args);
+                    let Some(job) = next else { break };
+                    let (passed, failed, failure) = run_one(job);
                     let mut outcome = outcome.lock().unwrap_or_else(PoisonError::into_inner);
                     outcome.0 += passed;
                     outcome.1 += failed;
@@ -147,24 +170,14 @@ fn run_binaries(mut binaries: Vec<TestBinary>, harness_args: &[&str]) -> Outcome
     std::mem::take(&mut *outcome.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// Runs one binary as cargo would, and prints what it said, whole, once it has ended.
-#[expect(clippy::disallowed_methods, reason = "xtask runs test binaries, not a Python child")]
-fn run_one(binary: &TestBinary, harness_args: &[String]) -> (u64, u64, Option<String>) {
-    let shown = binary.path.display();
+/// Runs one job and prints what it said, whole, once it has ended.
+fn run_one(Job { name, mut command }: Job) -> (u64, u64, Option<String>) {
     let started = std::time::Instant::now();
-    let output = Command::new(&binary.path)
-        .args(harness_args)
-        .current_dir(&binary.package_dir)
-        .env("CARGO_MANIFEST_DIR", &binary.package_dir)
-        .env("CARGO_PKG_NAME", &binary.package)
-        .env("CARGO", std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .stdin(Stdio::null())
-        .output();
-    let output = match output {
+    let output = match command.stdin(Stdio::null()).output() {
         Ok(output) => output,
         Err(error) => {
-            println!("     Running {shown}: cannot run it: {error}");
-            return (0, 0, Some(format!("{shown} (cannot run it)")));
+            println!("     Running {name}: cannot run it: {error}");
+            return (0, 0, Some(format!("{name} (cannot run it)")));
         }
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -176,11 +189,10 @@ fn run_one(binary: &TestBinary, harness_args: &[String]) -> (u64, u64, Option<St
     // One print, so that the binaries' outputs never interleave.
     let seconds = started.elapsed().as_secs_f64();
     print!(
-        "     Running {shown} ({}, {seconds:.1} s)\n{stdout}{}",
-        binary.package,
+        "     Running {name}, {seconds:.1} s\n{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let failure = (!output.status.success()).then(|| format!("{shown} ({})", output.status));
+    let failure = (!output.status.success()).then(|| format!("{name} ({})", output.status));
     (passed, failed, failure)
 }
 

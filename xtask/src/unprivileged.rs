@@ -10,10 +10,10 @@
 //! binaries are those `cargo xtask test` built: nothing is compiled again.
 //! It needs root, to create the user and switch to it.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::test_runner::{Job, run_jobs};
 use crate::toolchain;
 
 /// The unprivileged account the suites run as: a system user without a home or a shell.
@@ -89,51 +89,40 @@ impl Drop for Submount {
     }
 }
 
-/// Runs each test binary as [`USER`] and totals the results.
+/// Runs each test binary as [`USER`], a few at a time, and totals the results.
 fn run_all(
     binaries: &[Binary],
     home: &Path,
     submount: &Path,
     extra: &[String],
 ) -> Result<(), String> {
-    let (mut passed, mut failed) = (0, 0);
-    for Binary { path: binary, package_dir, filters } in binaries {
-        println!("== as {USER}: {}", binary.display());
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "xtask runs test binaries, not a Python child"
-        )]
-        let mut command = Command::new("setpriv");
-        command
-            .args([&format!("--reuid={USER}"), &format!("--regid={USER}"), "--clear-groups"])
-            .arg("env")
-            .arg("-i")
-            .arg(format!("PATH={PATH}"))
-            .arg(format!("HOME={}", home.display()))
-            .arg(format!("CODE_RUNTIME_SUBMOUNT_FIXTURE={}", submount.display()))
-            .arg(binary)
-            .args(filters.iter().copied())
-            .args(extra)
-            .current_dir(package_dir)
-            .stdout(Stdio::piped());
-        let mut child = command.spawn().map_err(|error| format!("cannot run setpriv: {error}"))?;
-        if let Some(stdout) = child.stdout.take() {
-            for line in BufReader::new(stdout).lines() {
-                let line = line.map_err(|error| format!("reading the tests' output: {error}"))?;
-                println!("{line}");
-                if let Some(counts) = line.strip_prefix("test result: ") {
-                    passed += toolchain::count_before(counts, " passed");
-                    failed += toolchain::count_before(counts, " failed");
-                }
-            }
-        }
-        let status = child.wait().map_err(|error| format!("waiting for the tests: {error}"))?;
-        if !status.success() {
-            println!("unprivileged tests: {passed} passed, {failed} failed");
-            return Err(format!("{} failed as {USER} ({status})", binary.display()));
-        }
-    }
+    let jobs = binaries
+        .iter()
+        .map(|Binary { path: binary, package_dir, filters }| {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "xtask runs test binaries, not a Python child"
+            )]
+            let mut command = Command::new("setpriv");
+            command
+                .args([&format!("--reuid={USER}"), &format!("--regid={USER}"), "--clear-groups"])
+                .arg("env")
+                .arg("-i")
+                .arg(format!("PATH={PATH}"))
+                .arg(format!("HOME={}", home.display()))
+                .arg(format!("CODE_RUNTIME_SUBMOUNT_FIXTURE={}", submount.display()))
+                .arg(binary)
+                .args(filters.iter().copied())
+                .args(extra)
+                .current_dir(package_dir);
+            Job { name: format!("as {USER}: {}", binary.display()), command }
+        })
+        .collect();
+    let (passed, failed, failures) = run_jobs(jobs);
     println!("unprivileged tests: {passed} passed, {failed} failed");
+    if !failures.is_empty() {
+        return Err(format!("failed: {}", failures.join("; ")));
+    }
     if passed == 0 {
         return Err("no test ran".to_owned());
     }

@@ -54,8 +54,7 @@ fn build(release: bool) -> Result<PathBuf, String> {
         .map_err(|error| format!("copying {}: {error}", built.display()))?;
     run_tool(Command::new("strip").arg(&command), "strip code-runtime")?;
 
-    let tools = target.join("wheel-tools");
-    install_requirements(&tools, &package.join("tests/requirements.txt"))?;
+    let tools = install_tools()?;
 
     let wheels = target.join("wheels");
     let _ = std::fs::remove_dir_all(&wheels);
@@ -131,6 +130,17 @@ fn path_with(dir: &Path) -> std::ffi::OsString {
         dirs.extend(std::env::split_paths(&path));
     }
     std::env::join_paths(dirs).unwrap_or_default()
+}
+
+/// The wheel's build and test tools (maturin, pytest, mypy, FastMCP), in their environment under
+/// the target directory: where they are.
+pub(crate) fn install_tools() -> Result<PathBuf, String> {
+    let root = project_root();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let tools = target.join("wheel-tools");
+    install_requirements(&tools, &root.join("code-runtime-py/tests/requirements.txt"))?;
+    Ok(tools)
 }
 
 /// A virtual environment at `venv` with `requirements` installed (hash-checked), made when
