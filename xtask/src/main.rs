@@ -10,8 +10,9 @@
 //!   the `code-runtime` command.
 //! - `tidy`: repository conventions that neither rustc nor clippy checks.
 //! - `tools`: what `test` and `wheel` install first (the pinned type checkers, MCP peers, Python
-//!   packages, haproxy, the wheel's build and test tools), alone: CI installs them while it
-//!   lints.
+//!   packages, haproxy, the wheel's build and test tools), alone: a machine or an image layer
+//!   made ahead of the runs. (Installed beside the lints, it slowed them more than it saved:
+//!   pip compiles every module it installs.)
 //! - `conformance [--provider typescript|python] [--suite NAME]`: the cross-provider suite.
 //! - `bench [--quick] [--json]`: the providers' figures against their baselines, in release mode.
 //! - `bench-mcp [--quick] [--json]`: `code-runtime mcp` in release mode: one `run_code` fanning

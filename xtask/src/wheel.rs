@@ -4,8 +4,9 @@
 //!
 //! The wheel holds the extension module (`code_runtime._native`) and the `code-runtime` command,
 //! which pip installs in the environment's `bin/` and which serves the V8 cells of process
-//! isolation. Without `--release` both are built with the dev profile (the command is the test
-//! build's own), and stripped. The builder, pytest, mypy and FastMCP come from
+//! isolation. Without `--release` both are built as the test command builds (its `test` profile
+//! and, for the extension, the same features: `code-runtime-py/Cargo.toml` says how), so that
+//! only the extension itself is compiled; then stripped. The builder, pytest, mypy and FastMCP come from
 //! `code-runtime-py/tests/requirements.txt` (pinned, with hashes).
 
 use std::path::{Path, PathBuf};
@@ -61,7 +62,8 @@ fn build(release: bool) -> Result<PathBuf, String> {
     let mut build = Command::new(tools.join("bin/maturin"));
     // maturin runs cargo: with the offline V8 library wired in, as every cargo of xtask.
     offline_v8(&mut build);
-    let profile: &[&str] = if release { &["--release"] } else { &["--profile", "dev"] };
+    // The test command's profile: its dependencies are the ones `cargo test` built.
+    let profile: &[&str] = if release { &["--release"] } else { &["--profile", "test"] };
     build
         .args(["build", "--locked", "--strip", "--compatibility", "linux", "--auditwheel", "skip"])
         .args(profile)
