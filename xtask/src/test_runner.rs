@@ -37,7 +37,9 @@ pub(crate) fn run(cargo_args: &[&str], harness_args: &[&str]) -> Result<(), Stri
     let (passed, failed, mut failures) = run_binaries(binaries, harness_args);
     let (mut passed, mut failed) = (passed, failed);
     if !selects_targets(cargo_args) {
-        let doc = [&["test", "--doc"], cargo_args, &["--"], harness_args].concat();
+        let doc =
+            [&["test", "--doc"], &toolchain::TEST_PROFILE[..], cargo_args, &["--"], harness_args]
+                .concat();
         match toolchain::cargo_test_counted(&doc) {
             Ok((doc_passed, doc_failed)) => {
                 passed += doc_passed;
@@ -75,8 +77,12 @@ fn selects_targets(args: &[&str]) -> bool {
 
 /// The test binaries of `cargo test --no-run CARGO_ARGS`, built (its diagnostics on stderr).
 pub(crate) fn test_binaries(cargo_args: &[&str]) -> Result<Vec<TestBinary>, String> {
-    let args =
-        [&["test", "--no-run", "--message-format=json-render-diagnostics"], cargo_args].concat();
+    let args = [
+        &["test", "--no-run", "--message-format=json-render-diagnostics"],
+        &toolchain::TEST_PROFILE[..],
+        cargo_args,
+    ]
+    .concat();
     let output = toolchain::cargo_output(&args)?;
     let binaries: Vec<TestBinary> = output.lines().filter_map(test_binary).collect();
     if binaries.is_empty() {

@@ -8,6 +8,11 @@ use std::process::{Command, Stdio};
 /// root. The `v8` crate reads its path from `RUSTY_V8_ARCHIVE` instead of downloading.
 const OFFLINE_V8_ARCHIVE: &str = "../shared/v8/librusty_v8_release_x86_64-unknown-linux-gnu.a.gz";
 
+/// The profile every test build of xtask's names: `dev`, whose settings `test` inherits, so that
+/// the tests, the command they run and the wheel's extension (which maturin builds with `dev`)
+/// share one set of compiled dependencies. Under `test`, the wheel would compile them all again.
+pub(crate) const TEST_PROFILE: [&str; 2] = ["--profile", "dev"];
+
 /// The workspace root (the parent of this crate's directory).
 pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
@@ -46,7 +51,7 @@ pub(crate) fn cargo_output(args: &[&str]) -> Result<String, String> {
 /// The total makes a run that executed no test visible at a glance (cargo's own last line is often
 /// the `0 passed` of a crate without doctests).
 pub(crate) fn cargo_test(args: &[&str]) -> Result<(), String> {
-    let (passed, failed) = cargo_test_counted(&[&["test"], args].concat())?;
+    let (passed, failed) = cargo_test_counted(&[&["test"], &TEST_PROFILE[..], args].concat())?;
     println!("tests: {passed} passed, {failed} failed");
     if passed == 0 {
         return Err("no test ran".to_owned());

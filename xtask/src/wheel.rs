@@ -4,7 +4,7 @@
 //!
 //! The wheel holds the extension module (`code_runtime._native`) and the `code-runtime` command,
 //! which pip installs in the environment's `bin/` and which serves the V8 cells of process
-//! isolation. Without `--release` both are built as the test command builds (its `test` profile
+//! isolation. Without `--release` both are built as the test command builds (its profile, `dev`,
 //! and, for the extension, the same features: `code-runtime-py/Cargo.toml` says how), so that
 //! only the extension itself is compiled; then stripped. The builder, pytest, mypy and FastMCP come from
 //! `code-runtime-py/tests/requirements.txt` (pinned, with hashes).
@@ -45,7 +45,8 @@ fn build(release: bool) -> Result<PathBuf, String> {
     if release {
         cargo(&["build", "--locked", "--release", "--package", "code-runtime-cli"])?;
     } else {
-        cargo(&["test", "--locked", "--workspace", "--no-run", "--quiet"])?;
+        let tests = ["test", "--locked", "--workspace", "--no-run", "--quiet"];
+        cargo(&[&tests[..], &crate::toolchain::TEST_PROFILE[..]].concat())?;
     }
     let scripts = package.join("data/scripts");
     std::fs::create_dir_all(&scripts).map_err(|error| format!("{}: {error}", scripts.display()))?;
@@ -62,8 +63,9 @@ fn build(release: bool) -> Result<PathBuf, String> {
     let mut build = Command::new(tools.join("bin/maturin"));
     // maturin runs cargo: with the offline V8 library wired in, as every cargo of xtask.
     offline_v8(&mut build);
-    // The test command's profile: its dependencies are the ones `cargo test` built.
-    let profile: &[&str] = if release { &["--release"] } else { &["--profile", "test"] };
+    // The test command's profile (`dev`: `test` would build the extension as a test harness): its
+    // dependencies are the ones the test command built.
+    let profile: &[&str] = if release { &["--release"] } else { &crate::toolchain::TEST_PROFILE };
     build
         .args(["build", "--locked", "--strip", "--compatibility", "linux", "--auditwheel", "skip"])
         .args(profile)
