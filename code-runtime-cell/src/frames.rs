@@ -15,7 +15,9 @@ use tokio_util::codec::{Decoder, Encoder};
 /// How a channel delimits its frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
-    /// Lines: each frame ends with `\n` (Python's JSON lines).
+    /// Lines: each frame ends with `\n` (Python's JSON lines). A line never starts with a NUL
+    /// byte, which marks a binary frame instead ([`BINARY_MARK`]): the NUL, a 4-byte big-endian
+    /// length, and that many bytes, handed on whole (mark and length included).
     Lines,
     /// A 4-byte big-endian length, then that many bytes (V8's cells).
     LengthPrefixed,
@@ -23,6 +25,9 @@ pub enum Framing {
 
 /// The length prefix of [`Framing::LengthPrefixed`].
 pub const LENGTH_BYTES: usize = 4;
+
+/// What starts a binary frame among [`Framing::Lines`].
+pub const BINARY_MARK: u8 = 0;
 
 /// Splits a channel into frames (without their delimiter or length).
 #[derive(Debug)]
@@ -69,12 +74,21 @@ impl Frames {
         Self { framing, max_frame_bytes, next_index: 0, memory: HostMemory::unlimited() }
     }
 
+    /// From now on, frames of up to `max_frame_bytes` are read, if that is more than the limit
+    /// (a run whose session state crosses the channel: the run's memory still bounds them).
+    pub fn allow_up_to(&mut self, max_frame_bytes: usize) {
+        self.max_frame_bytes = self.max_frame_bytes.max(max_frame_bytes);
+    }
+
     /// From now on, a frame must also fit what is left of `memory`, a run's account.
     pub fn charge_to(&mut self, memory: HostMemory) {
         self.memory = memory;
     }
 
     fn line(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
+        if self.next_index == 0 && buf.first() == Some(&BINARY_MARK) {
+            return self.binary(buf);
+        }
         // A frame of exactly the limit has its `\n` at index `max_frame_bytes`.
         let read_to = buf.len().min(self.max_frame_bytes.saturating_add(1));
         match buf[self.next_index..read_to].iter().position(|&byte| byte == b'\n') {
@@ -95,6 +109,26 @@ impl Frames {
                 Ok(None)
             }
         }
+    }
+
+    /// A binary frame among lines: its mark and length are kept, so the protocol tells it from
+    /// a line.
+    fn binary(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
+        let Some(prefix) = buf.get(1..=LENGTH_BYTES) else { return Ok(None) };
+        let mut length = [0u8; LENGTH_BYTES];
+        length.copy_from_slice(prefix);
+        let length = u32::from_be_bytes(length) as usize;
+        if length > self.max_frame_bytes {
+            return Err(FrameError::TooLong { limit: self.max_frame_bytes });
+        }
+        let whole = length + 1 + LENGTH_BYTES;
+        if whole > self.memory.room() {
+            return Err(FrameError::OverBudget);
+        }
+        if buf.len() < whole {
+            return Ok(None);
+        }
+        Ok(Some(buf.split_to(whole)))
     }
 
     fn length_prefixed(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
@@ -225,6 +259,25 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_binary_frame_among_lines_is_read_by_its_length() {
+        let mut codec = lines(16);
+        let mut buf = BytesMut::new();
+        let mut binary = vec![BINARY_MARK, 0, 0, 0, 3, b'\n', 0, 7];
+        binary.extend_from_slice(b"next\n");
+        let frames = feed(&mut codec, &mut buf, &binary);
+        assert_eq!(
+            frames,
+            vec![
+                Ok(BytesMut::from(&[BINARY_MARK, 0, 0, 0, 3, b'\n', 0, 7][..])),
+                Ok(BytesMut::from("next"))
+            ]
+        );
+        let too_long = [BINARY_MARK, 0, 0, 0, 17];
+        let refused = feed(&mut lines(16), &mut BytesMut::new(), &too_long);
+        assert_eq!(refused, vec![Err("frame longer than 16 bytes".to_owned())]);
     }
 
     fn lines(max: usize) -> Frames {

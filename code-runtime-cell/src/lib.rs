@@ -31,7 +31,9 @@ use code_runtime::Limits;
 use code_runtime::provider::{Ending, Spare, reactor};
 use code_runtime_sandbox::CellLimits;
 
-pub use crate::frames::{FrameError, Frames, Framing, LENGTH_BYTES, frame, text_frame};
+pub use crate::frames::{
+    BINARY_MARK, FrameError, Frames, Framing, LENGTH_BYTES, frame, text_frame,
+};
 pub use crate::launch::{Channel, Launch, Launched, Origin, Stream, channel, launch};
 pub use crate::protocol::{Callee, Incoming, Protocol, Unread};
 pub use crate::substrate::{CellRun, CellSubstrate};

@@ -76,6 +76,9 @@ pub enum Incoming {
         /// ([`Event::Replayed`](code_runtime::provider::Event::Replayed)).
         replayed: bool,
     },
+    /// What carries to the session's next run
+    /// ([`Event::Captured`](code_runtime::provider::Event::Captured)).
+    Captured(code_runtime::Capture),
     /// The program settled.
     Ended(Ending),
 }

@@ -65,6 +65,9 @@ pub struct CellRun {
     pub prepaid: Duration,
     /// The frames the cell gets first (the run's setup).
     pub first: Vec<Vec<u8>>,
+    /// A longer frame limit for this run than the cell was launched with (a run whose session
+    /// state crosses the channel); `None` keeps the launch's.
+    pub max_frame_bytes: Option<usize>,
 }
 
 /// One run's cell, seen from the host.
@@ -107,6 +110,9 @@ impl Launched {
     pub fn run<P: Protocol>(mut self, protocol: P, run: CellRun) -> CellSubstrate<P> {
         let cpu_before = self.process.cpu_used();
         self.frames.decoder_mut().charge_to(run.memory.clone());
+        if let Some(max_frame_bytes) = run.max_frame_bytes {
+            self.frames.decoder_mut().allow_up_to(max_frame_bytes);
+        }
         for frame in &run.first {
             protocol.trace(false, frame);
         }
@@ -303,6 +309,7 @@ impl<P: Protocol> CellSubstrate<P> {
                 Incoming::Call { id, callee, args, replayed } => {
                     self.on_call(id, callee, args, replayed)
                 }
+                Incoming::Captured(capture) => Some(Event::Captured(capture)),
                 Incoming::Ended(ending) => {
                     self.ended = true;
                     Some(self.over_memory().unwrap_or(Event::Ended(ending)))

@@ -27,6 +27,7 @@ mod baselines;
 mod figures;
 mod memory;
 mod python;
+mod sessions;
 mod table;
 
 /// `code-runtime bench`'s options (docs/cli.md).
@@ -146,6 +147,7 @@ fn python_figures(
     report["ratios"]["py_scratch_trivial_vs_bare_python"] = json!(ms(p50) / bare);
     figures["sandbox_layers_ms"] = tokio.block_on(sandbox_layers(samples / 3));
     figures["preload_pandas"] = tokio.block_on(preloaded_pandas(base, samples / 3));
+    figures["sessions"] = tokio.block_on(sessions::session_figures(base, samples / 3));
     report["python"] = figures;
     Ok(())
 }

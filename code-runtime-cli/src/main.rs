@@ -15,6 +15,7 @@ mod describe;
 mod mcp;
 mod resume;
 mod run;
+mod session;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -47,7 +48,7 @@ fn one_line(message: &str) -> String {
 }
 
 /// What a misuse message ends with when the command itself is missing or unknown.
-const USAGE: &str = "usage: code-runtime run|resume|bench|describe|mcp|completions [OPTIONS]; \
+const USAGE: &str = "usage: code-runtime run|resume|session|bench|describe|mcp|completions [OPTIONS]; \
 code-runtime COMMAND --help shows its options";
 
 /// What `code-runtime --help` ends with: where the details are. It lists the commands and no
@@ -80,6 +81,8 @@ enum Command {
     /// Print the TypeScript declarations (default) or Python stubs the model should read about
     /// the bindings.
     Describe(describe::Args),
+    /// List, show or drop the sessions `run --session` keeps.
+    Session(session::Args),
     /// Serve code mode over MCP (stdio, or streamable HTTP at http://ADDR/mcp): `run_code` over
     /// the config's upstream MCP servers.
     Mcp(mcp::Args),
@@ -142,6 +145,7 @@ fn execute(command: Command) -> Result<ExitCode, Failure> {
         Command::Bench(args) => bench::main(&args),
         Command::Describe(args) => describe::main(args),
         Command::Mcp(args) => mcp::main(args),
+        Command::Session(args) => session::main(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "code-runtime", &mut script);

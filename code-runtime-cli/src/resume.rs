@@ -26,6 +26,9 @@ pub(crate) struct Args {
     /// Pending calls to deny, by id, each with an optional reason: --deny 3:too risky,4
     #[arg(long, value_name = "ID[:REASON],..", value_delimiter = ',')]
     deny: Vec<String>,
+    /// Where the session of a run that paused in one is kept (as run's --session-dir)
+    #[command(flatten)]
+    session_dir: crate::session::SessionDir,
     #[command(flatten)]
     options: Options,
 }
@@ -47,7 +50,16 @@ pub(crate) fn main(mut args: Args) -> Result<ExitCode, Failure> {
         args.options.checkpoint = Some(path);
     }
     crate::approvals::check_mode(mode, args.options.checkpoint.as_deref(), false)?;
-    execute(language, CodeRunRequest::resuming(checkpoint, decisions), &args.options)
+    // A run that paused in a session resumes in it, from the state it began with.
+    let session = match checkpoint.session() {
+        Some(name) => Some(args.session_dir.open(name, args.options.checkpoint_key.as_deref())?),
+        None => None,
+    };
+    let mut request = CodeRunRequest::resuming(checkpoint, decisions);
+    if let Some((id, sessions)) = session {
+        request = request.session(id).sessions(sessions);
+    }
+    execute(language, request, &args.options)
 }
 
 /// `--allow` and `--deny` as decisions; a call decided twice is misuse.

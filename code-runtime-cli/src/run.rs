@@ -31,6 +31,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "LANGUAGE", value_parser = crate::language_parser())]
     language: Option<Language>,
     #[command(flatten)]
+    session: crate::session::SessionFlags,
+    #[command(flatten)]
     options: Options,
 }
 
@@ -88,7 +90,7 @@ pub(crate) struct Options {
     /// The hex key checkpoints are signed with [default: $CODE_RUNTIME_CHECKPOINT_KEY, else a key
     /// made once in the user's cache directory]
     #[arg(long, value_name = "FILE")]
-    checkpoint_key: Option<PathBuf>,
+    pub(crate) checkpoint_key: Option<PathBuf>,
     /// Python: the interpreter, possibly a virtual environment's, whose site-packages the cell
     /// sees read-only [default: python3]
     #[arg(long, value_name = "PATH")]
@@ -105,7 +107,11 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
     let mode = args.options.approvals.unwrap_or_default();
     approvals::check_mode(mode, args.options.checkpoint.as_deref(), program_path == "-")?;
     let program = read_program(&program_path)?;
-    execute(language, CodeRunRequest::new(program), &args.options)
+    let mut request = CodeRunRequest::new(program);
+    if let Some((id, sessions)) = args.session.open(args.options.checkpoint_key.as_deref())? {
+        request = request.session(id).sessions(sessions);
+    }
+    execute(language, request, &args.options)
 }
 
 /// Runs `request` (a program, or a resumption) under `options`, prints the result, and says

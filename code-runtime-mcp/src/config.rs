@@ -552,7 +552,7 @@ mod tests {
             (r#"{"bindings": ""}"#, "bindings: invalid length 0, expected a non-empty string"),
             (
                 r#"{"limits": {"heapMb": 1}}"#,
-                "limits: unknown limit \"heapMb\" (computeMs, timeoutMs, maxOutputBytes, memoryMb, maxCalls, maxCallsPerFunction, maxPendingCalls)",
+                "limits: unknown limit \"heapMb\" (computeMs, timeoutMs, maxOutputBytes, memoryMb, maxCalls, maxCallsPerFunction, maxPendingCalls, maxSessionBytes, sessionIdleMs, maxSessions)",
             ),
             (
                 r#"{"limits": {"timeoutMs": 1.5}}"#,

@@ -35,9 +35,11 @@ use crate::relay::Downstream;
 
 use self::arguments::{DescribeTools, ResumeRun, RunCode, SearchTools};
 use self::tools::{describe_tools_tool, resume_run_tool, run_code_tool, search_tools_tool};
+use code_runtime::SessionId;
 
 mod arguments;
 mod handler;
+mod owner;
 mod tools;
 
 /// How many of a run's log lines go out as notifications; the rest are counted in one last
@@ -204,15 +206,19 @@ impl CodeModeServer {
         Self { inner: self.inner.clone(), session }
     }
 
-    /// `run_code {code, language?}`.
+    /// `run_code {code, language?, session?}`: a session named is the calling client's.
     fn run_code(
         &self,
-        Parameters(RunCode { code, language }): Parameters<RunCode>,
+        Parameters(RunCode { code, language, session }): Parameters<RunCode>,
         context: RequestContext<RoleServer>,
     ) -> BoxFuture<'_, Result<CallToolResult, ErrorData>> {
         Box::pin(async move {
             let runtime = self.runtime(language.as_deref())?;
-            let request = self.inner.catalogue.request(code);
+            let mut request = self.inner.catalogue.request(code);
+            if let Some(name) = session {
+                let owner = owner::owner(&context, self.session);
+                request = request.session(SessionId::new(name).owned_by(owner));
+            }
             self.execute(runtime, request, context).await
         })
     }
@@ -264,8 +270,14 @@ impl CodeModeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let runtime = self.runtime(checkpoint.language())?;
+        // A run that paused in a session resumes in it: the calling client's session of that
+        // name, which must still hold the state the run began with.
+        let session = checkpoint
+            .session()
+            .map(|name| SessionId::new(name).owned_by(owner::owner(&context, self.session)));
         let request = CodeRunRequest {
             resume: CodeRunRequest::resuming(checkpoint, arguments.decisions()).resume,
+            session,
             ..self.inner.catalogue.request(String::new())
         };
         self.execute(runtime, request, context).await

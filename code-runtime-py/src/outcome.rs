@@ -1,14 +1,15 @@
 //! A run's outcome as the tuple the package builds its `RunResult` (or `ContractError`) from.
 
-use code_runtime::{CodeRunResult, ContractError};
+use code_runtime::{CodeRunResult, ContractError, Restored, SessionReport};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::conversion;
 
-/// `("result", logs, value, error, paused, truncated)` or `("contract", message)`: `error` is
-/// `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`, `truncated` is
-/// `(from_bytes, to_bytes)`.
+/// `("result", logs, value, error, paused, truncated, session)` or `("contract", message)`:
+/// `error` is `(kind, message)`, `paused` is `(checkpoint bytes, [pending call dicts])`,
+/// `truncated` is `(from_bytes, to_bytes)`, `session` a dict of the session's report (its keys
+/// snake_case).
 pub(crate) fn outcome_tuple<'py>(
     py: Python<'py>,
     outcome: Result<CodeRunResult, ContractError>,
@@ -45,7 +46,46 @@ pub(crate) fn outcome_tuple<'py>(
         Some(truncated) => (truncated.from_bytes, truncated.to_bytes).into_pyobject(py)?.into_any(),
         None => py.None().into_bound(py),
     };
+    let session = match result.session() {
+        Some(report) => session_dict(py, report)?.into_any(),
+        None => py.None().into_bound(py),
+    };
     let logs = PyList::new(py, result.logs())?;
     let tag = "result".into_pyobject(py)?.into_any();
-    PyTuple::new(py, [tag, logs.into_any(), value, error, paused, truncated])
+    PyTuple::new(py, [tag, logs.into_any(), value, error, paused, truncated, session])
+}
+
+/// A session's report: `{name, run, restored, kept: [{name, type, bytes}], dropped: [{name,
+/// why}], bytes, expires_in_ms, unchanged}`.
+fn session_dict<'py>(py: Python<'py>, report: &SessionReport) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("name", &report.name)?;
+    dict.set_item("run", report.run)?;
+    let restored = match report.restored {
+        Restored::New => "new",
+        Restored::Continued => "continued",
+        Restored::Expired => "expired",
+    };
+    dict.set_item("restored", restored)?;
+    let kept = PyList::empty(py);
+    for entry in &report.kept {
+        let item = PyDict::new(py);
+        item.set_item("name", &entry.name)?;
+        item.set_item("type", &entry.type_name)?;
+        item.set_item("bytes", entry.bytes)?;
+        kept.append(item)?;
+    }
+    dict.set_item("kept", kept)?;
+    let dropped = PyList::empty(py);
+    for entry in &report.dropped {
+        let item = PyDict::new(py);
+        item.set_item("name", &entry.name)?;
+        item.set_item("why", &entry.why)?;
+        dropped.append(item)?;
+    }
+    dict.set_item("dropped", dropped)?;
+    dict.set_item("bytes", report.bytes)?;
+    dict.set_item("expires_in_ms", report.expires_in_ms)?;
+    dict.set_item("unchanged", &report.unchanged)?;
+    Ok(dict)
 }

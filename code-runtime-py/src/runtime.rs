@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use code_runtime::{
     Approvals, AsLanguage, Budget, Checkpoint, CheckpointKey, CodeBindingNamespace, CodeRunRequest,
-    CodeRuntime, ContractError, Decision, Decisions, Isolation, Language, Limits, RunLimits,
-    binding,
+    CodeRuntime, ContractError, Decision, Decisions, DirectorySessionStore, Isolation, Language,
+    Limits, RunLimits, SessionId, Sessions, binding,
 };
 use code_runtime_providers::{ProviderSpec, PythonSetup};
 use pyo3::exceptions::PyRuntimeError;
@@ -28,6 +28,8 @@ pub(crate) struct NativeRuntime {
     checkpoint_key: Option<CheckpointKey>,
     /// Python's: the interpreter's virtual environment's distributions, `(name, version)`.
     packages: Vec<(String, String)>,
+    /// Where its runs' sessions are kept, when not in the provider's memory.
+    sessions: Option<Sessions>,
 }
 
 /// The budgets a dict sets, by [`Budget::name`] (the package's `Limits` spells them so); a name
@@ -97,7 +99,7 @@ fn start(spec: &ProviderSpec) -> PyResult<Started> {
 #[pymethods]
 impl NativeRuntime {
     #[new]
-    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, preload = Vec::new(), warm = true, checkpoint_key = None, legacy_decorators = false))]
+    #[pyo3(signature = (language, *, isolation = None, limits = None, cell_executable = None, interpreter = None, preload = Vec::new(), warm = true, checkpoint_key = None, legacy_decorators = false, sessions = None))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python constructor")]
     fn new(
         py: Python<'_>,
@@ -110,10 +112,21 @@ impl NativeRuntime {
         warm: bool,
         checkpoint_key: Option<Vec<u8>>,
         legacy_decorators: bool,
+        sessions: Option<PathBuf>,
     ) -> PyResult<Self> {
         let language = language.as_language().map_err(contract_error)?;
         let checkpoint_key =
             checkpoint_key.map(CheckpointKey::new).transpose().map_err(contract_error)?;
+        // A directory's sessions are signed with the checkpoint key, or with a key of their
+        // own kept in the directory.
+        let sessions = sessions
+            .map(|dir| match &checkpoint_key {
+                Some(key) => DirectorySessionStore::open(dir, key.clone()),
+                None => DirectorySessionStore::open_with_own_key(dir),
+            })
+            .transpose()
+            .map_err(contract_error)?
+            .map(Sessions::new);
         let isolation =
             isolation.map(|name| name.parse::<Isolation>()).transpose().map_err(|unknown| {
                 contract_error(format!(
@@ -132,7 +145,7 @@ impl NativeRuntime {
         };
         // Starting may start a cell and wait for it: not with the GIL held.
         let (runtime, packages) = py.detach(|| start(&spec))?;
-        Ok(Self { runtime, checkpoint_key, packages })
+        Ok(Self { runtime, checkpoint_key, packages, sessions })
     }
 
     /// Python's: what its interpreter's virtual environment holds, `(name, version)` sorted by
@@ -163,7 +176,7 @@ impl NativeRuntime {
     /// A run of `code`, to be polled on the caller's event loop ([`RunDriver`]); `done(outcome)`
     /// is called once, on that loop's thread, with the outcome tuple the package turns into a
     /// `RunResult` or a `ContractError`.
-    #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None, truncate = None))]
+    #[pyo3(signature = (code, namespaces, done, *, values = None, limits = None, call_tool = false, on_event = None, approver = None, approval_timeout_ms = None, resume = None, truncate = None, session = None))]
     #[expect(clippy::too_many_arguments, reason = "keyword arguments of a Python method")]
     fn run(
         &self,
@@ -178,9 +191,15 @@ impl NativeRuntime {
         approval_timeout_ms: Option<u64>,
         resume: Option<(Vec<u8>, Bound<'_, PyDict>)>,
         truncate: Option<usize>,
+        session: Option<(String, String)>,
     ) -> PyResult<RunDriver> {
         let mut request = CodeRunRequest::new(code);
         request.truncate = truncate;
+        if let Some((name, owner)) = session {
+            request = request.session(SessionId::new(name).owned_by(owner));
+        }
+        // A resume of a run that paused in a session finds it where this runtime keeps them.
+        request.sessions = self.sessions.clone();
         request.bindings = namespaces
             .into_iter()
             .map(|(namespace, invoke)| namespace.get().bound(invoke))

@@ -97,3 +97,32 @@ def test_the_provider_directly_with_inputs_and_external_functions() -> None:
         )
 
     assert asyncio.run(main()) == [42, "abab"]
+
+
+def test_a_clients_state_carries_from_one_execute_to_the_next_and_no_further() -> None:
+    # FastMCP's session is the client's on a handshake-era connection; on a 2026-07-28 one every
+    # request is a connection of its own, and so is its session.
+    async def main() -> None:
+        mcp = server()
+        async with Client(mcp, mode="legacy") as a, Client(mcp, mode="legacy") as b:
+            first = await a.call_tool("execute", {"code": "rows = [1, 2, 3]\nfh = open('/dev/null')\nreturn len(rows)"})
+            assert not first.is_error, text(first)
+            answer = json.loads(text(first))
+            assert answer["result"] == 3
+            assert any(line.startswith("fh: an open file") for line in answer["not_kept"]), answer
+            second = await a.call_tool("execute", {"code": "return sum(rows)"})
+            assert json.loads(text(second)) == 6
+            other = await b.call_tool("execute", {"code": "return 'rows' in globals()"})
+            assert json.loads(text(other)) is False
+
+    asyncio.run(main())
+
+
+def test_a_stateless_connection_carries_nothing_between_requests() -> None:
+    async def main() -> None:
+        async with Client(server()) as client:
+            assert not (await client.call_tool("execute", {"code": "kept = 1"})).is_error
+            second = await client.call_tool("execute", {"code": "return 'kept' in globals()"})
+            assert json.loads(text(second)) is False
+
+    asyncio.run(main())

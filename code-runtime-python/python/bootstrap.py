@@ -93,6 +93,26 @@ def _send(text):
         view = view[written:]
 
 
+def _write_all(data):
+    view = memoryview(data)
+    while view:
+        written = _write(_FD, view)
+        view = view[written:]
+
+
+def _session_blob_read(size):
+    """The `size` bytes that follow the boot line raw (a session's values), as a bytearray."""
+    global _session_blob
+    blob = bytearray(_inbox[:size])
+    del _inbox[:size]
+    while len(blob) < size:
+        chunk = _read(_FD, min(size - len(blob), 1 << 22))
+        if not chunk:
+            _exit(70)  # The host went away.
+        blob += chunk
+    _session_blob = blob
+
+
 # Frames the host need not see at once (calls answered from the record), held to go with the
 # next write: a write per replayed call would cost more than the call itself.
 _held = []
@@ -120,13 +140,17 @@ def _flush():
 
 def _recv(spin=0):
     _flush()
+    # Where the search for the line's end resumes: a long frame (a session's state) arrives in
+    # many reads, and each is searched once, not the whole inbox again.
+    scanned = 0
     while True:
-        end = _inbox.find(b"\n")
+        end = _inbox.find(b"\n", scanned)
         if end >= 0:
             line = bytes(_inbox[:end])
             del _inbox[: end + 1]
             return line
-        chunk = _read_spinning(spin) if spin else _read(_FD, 1 << 16)
+        scanned = len(_inbox)
+        chunk = _read_spinning(spin) if spin else _read(_FD, 1 << 16 if scanned < 1 << 20 else 1 << 22)
         if not chunk:
             _exit(70)  # The host went away.
         _inbox.extend(chunk)
@@ -881,6 +905,8 @@ def _normalised(body, scope):
 def _execute(program, scope):
     try:
         tree = compile(program, _PROGRAM, "exec", _ast.PyCF_ONLY_AST)
+        if _session is not None:
+            _session_defined.extend(_session_definitions(program, tree.body))
         body, leading = _normalised(tree.body, scope)
         body = body or [_ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=0)]
         # A program that ends with an expression gives its value, as a notebook cell does.
@@ -904,6 +930,8 @@ def _execute(program, scope):
         )
         if "type_params" in _ast.AsyncFunctionDef._fields:
             function.type_params = []
+        if _session is not None:
+            _session_globals(function, program)
         code = compile(_ast.Module(body=[function], type_ignores=[]), _PROGRAM, "exec")
     except SyntaxError as error:
         return _done_error("exception", _render(error))
@@ -1054,8 +1082,11 @@ def _reproducible(replay):
 
 
 def _main():
-    global _max_output, _max_frame, _source, _WRAPPER, _MESSAGES, _functions
+    global _max_output, _max_frame, _source, _WRAPPER, _MESSAGES, _functions, _session
     boot = _loads(_recv())
+    _session = boot.get("session")
+    if _session is not None:
+        _session_blob_read(sum(value["bytes"] for value in _session["values"]))
     if boot.get("version") != _VERSION:
         # A host of another build: exit before `boot-ack`, which the run reports with this line.
         _write(2, (
@@ -1111,9 +1142,15 @@ def _main():
     for module in ("json", "asyncio"):
         if module in _source and module not in scope:
             scope[module] = __import__(module)
+    if _session is not None:
+        scope = _session_scope(scope)
+        _session_restore(scope)
     done = _execute(_source, scope)
     stdout.flush_line()
     stderr.flush_line()
+    if _session is not None:
+        _flush()
+        _write_all(_session_state(scope))
     _send(done)
     _exit(0)
 

@@ -13,8 +13,10 @@ use std::process::{Command, Stdio};
 /// The frame protocol's channel: the child's fd 3.
 const PROTOCOL_FD: i32 = 3;
 
-/// The child bootstrap, compiled by the probe and loaded by [`loader`].
-pub(crate) const BOOTSTRAP: &str = include_str!("../python/bootstrap.py");
+/// The child bootstrap, compiled by the probe and loaded by [`loader`]: the session functions
+/// first, which the bootstrap's `_main` calls in a run in a session.
+pub(crate) const BOOTSTRAP: &str =
+    concat!(include_str!("../python/session.py"), include_str!("../python/bootstrap.py"));
 
 /// The zygote's program: a fork server whose forks run the bootstrap. Run by [`ZYGOTE_START`].
 pub(crate) const ZYGOTE: &str = include_str!("../python/zygote.py");

@@ -55,7 +55,8 @@ pub struct PythonConfig {
     /// The longest line either side may write on fd 3, in bytes. A longer line from the child is a
     /// protocol violation that ends the run as `worker-exit`. `None` (the default) derives it from
     /// the output budget: `2 × max_output_bytes + 1 MiB`, which every honest frame fits (the child
-    /// clips logs and refuses oversized values and arguments before sending them).
+    /// clips logs and refuses oversized values and arguments before sending them). A run in a
+    /// session reads frames of up to `2 × max_session_bytes + 1 MiB` when that is more.
     pub max_frame_bytes: Option<usize>,
     /// The layers of the sandbox cell every run executes in, and whether a layer this machine
     /// cannot give is a construction error (`sandbox.require`, the default: docs/design.md's
@@ -146,7 +147,8 @@ impl Default for PythonConfig {
 /// these on CPython 3.11): `asyncio` alone took 38 ms of a run, `dataclasses` 15, `typing` 9,
 /// `uuid` 9, `urllib.parse` 8, `json` 7; those after them add one to three milliseconds each
 /// (`statistics`, `fractions`, `zoneinfo`, `html`, `decimal`), and the rest of this list comes
-/// with the first ones. Costs: the zygote's start (once) and its memory, shared by every fork.
+/// with the first ones; `pickle` (5 ms) is what a run in a session saves its values with. Costs:
+/// the zygote's start (once) and its memory, shared by every fork.
 pub const STANDARD_PRELOAD: &[&str] = &[
     "asyncio",
     "base64",
@@ -165,6 +167,7 @@ pub const STANDARD_PRELOAD: &[&str] = &[
     "itertools",
     "json",
     "math",
+    "pickle",
     "random",
     "re",
     "statistics",
@@ -229,6 +232,14 @@ impl PythonConfig {
     pub fn frame_bytes(&self) -> usize {
         self.max_frame_bytes
             .unwrap_or_else(|| self.output_bytes().saturating_mul(2).saturating_add(1 << 20))
+    }
+
+    /// The frame limit of a run in a session whose state may reach `max_session_bytes`: the
+    /// state crosses in base64, a third larger than it is, so `2 × max_session_bytes + 1 MiB`
+    /// when that is more than [`frame_bytes`](Self::frame_bytes).
+    pub fn session_frame_bytes(&self, max_session_bytes: u64) -> usize {
+        let session = usize::try_from(max_session_bytes).unwrap_or(usize::MAX);
+        self.frame_bytes().max(session.saturating_mul(2).saturating_add(1 << 20))
     }
 
     fn output_bytes(&self) -> usize {

@@ -38,6 +38,8 @@ pub(crate) enum ChildFrame {
         /// `"replayed": true`: the child answered it itself from the boot frame's `replay`.
         replayed: bool,
     },
+    /// What carries to the session's next run, before `done`.
+    State(code_runtime::Capture),
     /// The program settled.
     Done(Done),
 }
@@ -75,6 +77,11 @@ impl ChildFrame {
         line: &[u8],
         max_held: usize,
     ) -> Result<Option<ChildFrame>, TooLarge> {
+        if crate::session_frame::is_binary(line) {
+            return crate::session_frame::capture(line, max_held)
+                .map(|capture| capture.map(ChildFrame::State))
+                .map_err(|limit| TooLarge { limit });
+        }
         let Ok(text) = std::str::from_utf8(line) else { return Ok(None) };
         let mut fields = match json::parse_within(text, max_held) {
             Ok(JsonValue::Object(fields)) => fields,
@@ -158,8 +165,8 @@ pub(crate) fn boot(
     namespaces: &[CodeBindingNamespace],
     globals: &ProgramGlobals,
     (determinism, replay): (Option<Determinism>, &[Option<Recorded>]),
-    max_output_bytes: u64,
-    max_frame_bytes: usize,
+    session: Option<(&code_runtime::SessionState, u64)>,
+    (max_output_bytes, max_frame_bytes): (u64, usize),
 ) -> String {
     let mut out = format!("{{\"type\":\"boot\",\"version\":{VERSION},\"namespaces\":[");
     for (index, namespace) in namespaces.iter().enumerate() {
@@ -184,6 +191,9 @@ pub(crate) fn boot(
             out.push(']');
         }
         out.push('}');
+    }
+    if let Some((state, max_bytes)) = session {
+        crate::session_frame::boot_session(state, max_bytes, &mut out);
     }
     out.push_str(&format!(
         ",\"maxOutputBytes\":{max_output_bytes},\"maxFrameBytes\":{max_frame_bytes},\"wrapper\":{},\"messages\":{{",
@@ -385,7 +395,7 @@ mod tests {
         let globals = code_runtime::provider::ProgramGlobals::default();
         assert_eq!(
             documented[1],
-            format!("host> {}", boot(&[tools], &globals, (None, &[]), 65_536, 1_179_648))
+            format!("host> {}", boot(&[tools], &globals, (None, &[]), None, (65_536, 1_179_648)))
         );
         assert_eq!(documented[3], format!("host> {}", run(program)));
         let ok = format!("host> {}", reply_ok(1, &json!({"n": 1u64 << 60})));
@@ -591,7 +601,8 @@ mod tests {
             0,
         );
         let replay = [None, Some(recorded)];
-        let boot = boot(&[], &ProgramGlobals::default(), (Some(determinism), &replay), 64, 65_536);
+        let boot =
+            boot(&[], &ProgramGlobals::default(), (Some(determinism), &replay), None, (64, 65_536));
         let parsed = json::parse(&boot).unwrap();
         assert_eq!(
             parsed["replay"],
@@ -620,8 +631,8 @@ mod tests {
             &[tools, CodeBindingNamespace::new("empty")],
             &ProgramGlobals::default(),
             (None, &[]),
-            64,
-            65_536,
+            None,
+            (64, 65_536),
         );
         assert!(
             boot.starts_with(r#"{"type":"boot","version":1,"namespaces":[{"global":"tools","names":["echo","my-tool"],"errorClass":{"name":"ToolCallError","memberNameProperty":"toolName"}},{"global":"empty","names":[]}],"maxOutputBytes":64,"maxFrameBytes":65536,"wrapper":"__code_runtime_main__","messages":{"unrenderable":"program threw an unrenderable value","lossyArguments":"#),

@@ -70,6 +70,7 @@ mod config;
 mod frame;
 mod pipe;
 mod probe;
+mod session_frame;
 mod substrate;
 mod warm;
 
@@ -212,6 +213,10 @@ impl Provider for PythonProvider {
 
     fn isolation(&self) -> Isolation {
         Isolation::Process
+    }
+
+    fn carries_sessions(&self) -> bool {
+        true
     }
 
     /// A fresh cell for the run: the warm one when it fits.

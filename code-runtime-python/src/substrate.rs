@@ -16,6 +16,7 @@ use crate::cell::PythonCell;
 use crate::frame::{self, ChildFrame, Done};
 use crate::pipe::PipeLines;
 use crate::probe::Probe;
+use crate::session_frame;
 
 /// The `tracing` target of the wire: every frame either side writes, at `TRACE` level, as
 /// `direction` (`host` or `child`) and `frame`; the prelude as `prelude_bytes`.
@@ -71,12 +72,16 @@ pub(crate) async fn launch(
 pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -> ChildSubstrate {
     let cap = start.limits.output_bytes();
     let (stdout, stderr) = launched.take_streams();
+    // A session's state crosses in one frame each way.
+    let max_frame_bytes =
+        start.session.as_ref().map(|_| config.session_frame_bytes(start.limits.max_session_bytes));
     let boot = frame::boot(
         &start.namespaces,
         &start.globals,
         (start.determinism, &start.replay),
-        start.limits.max_output_bytes,
-        config.frame_bytes(),
+        start.session.as_deref().map(|state| (state, start.limits.max_session_bytes)),
+        // The child holds what it sends to the run's own limit: only the state may be longer.
+        (start.limits.max_output_bytes, config.frame_bytes()),
     );
     let protocol = PythonProtocol {
         program: Some(start.program),
@@ -92,7 +97,11 @@ pub(crate) fn run(mut launched: Launched, config: &PythonConfig, start: Start) -
         overhead_bytes: 0,
         // Nothing of a Python run happens in the host before its cell takes it.
         prepaid: Duration::ZERO,
-        first: vec![line(&boot)],
+        // A session's values follow the boot line, raw.
+        first: std::iter::once(line(&boot))
+            .chain(start.session.as_deref().and_then(session_frame::boot_values))
+            .collect(),
+        max_frame_bytes,
     };
     launched.run(protocol, run)
 }
@@ -128,6 +137,7 @@ impl Protocol for PythonProtocol {
             ChildFrame::Call { id, global, name, args, replayed } => {
                 Incoming::Call { id, callee: Callee::Named { global, name }, args, replayed }
             }
+            ChildFrame::State(capture) => Incoming::Captured(capture),
             ChildFrame::Done(done) => {
                 self.settled = true;
                 Incoming::Ended(ending(done))

@@ -139,6 +139,7 @@ impl Cells {
             overhead_bytes: CELL_OVERHEAD_BYTES,
             prepaid: stripped,
             first: vec![wire::setup(&program)],
+            max_frame_bytes: None,
         };
         Ok(launched.run(V8Protocol { stderr, fatal: None }, run))
     }

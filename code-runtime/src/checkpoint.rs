@@ -79,6 +79,15 @@ impl CheckpointKey {
         hex(&self.0)
     }
 
+    /// The MAC of `body` under this key, for a purpose `domain` names (a session file, say), so a
+    /// MAC made for one purpose never verifies for another.
+    pub(crate) fn mac_of(&self, domain: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes a key of any length");
+        mac.update(domain);
+        mac.update(body);
+        mac.finalize().into_bytes().to_vec()
+    }
+
     fn mac(&self, body: &str) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes a key of any length");
         mac.update(DOMAIN);
@@ -122,6 +131,23 @@ pub enum CheckpointError {
     /// The request names a program, and it is not the checkpoint's.
     #[error("the request's program is not the checkpoint's")]
     OtherProgram,
+    /// The request runs in another session than the one the paused run was in (or in one when
+    /// the paused run was in none, or in none when it was in one).
+    #[error(
+        "the checkpoint's run was in session {checkpoint:?}, and the request is in {request:?}"
+    )]
+    OtherSession {
+        /// The paused run's session (empty for none).
+        checkpoint: String,
+        /// The request's (empty for none).
+        request: String,
+    },
+    /// The session's state is not the one the paused run began with (another run in the session
+    /// saved since): replaying the program against it would not be exact.
+    #[error(
+        "session {0:?} has changed since the run paused (another run in it saved a new state); the resume would not replay the same program"
+    )]
+    SessionChanged(String),
     /// A decision for a call the checkpoint does not hold as pending.
     #[error("decision for call {0}, which is not a pending call of the checkpoint")]
     NotPending(u64),
@@ -271,6 +297,12 @@ impl Checkpoint {
         self.body.get("language").and_then(JsonValue::as_str)
     }
 
+    /// The session the paused run was in, as the checkpoint says (unverified): a resume runs in
+    /// it.
+    pub fn session(&self) -> Option<&str> {
+        self.body.get("session")?.get("name")?.as_str()
+    }
+
     /// The calls waiting for a decision, as the checkpoint says (unverified).
     pub fn pending(&self) -> Vec<PendingCall> {
         Record::from_body(&self.body).map(|record| record.pending()).unwrap_or_default()
@@ -370,6 +402,9 @@ pub(crate) struct Record {
     /// Every call the program made, in call order: call `n` is at `n - 1`.
     pub(crate) calls: Vec<RecordedCall>,
     pub(crate) logs: Vec<String>,
+    /// The session the run was in, and the digest of the state it began with
+    /// ([`SessionState::digest`](crate::SessionState::digest)).
+    pub(crate) session: Option<(String, String)>,
 }
 
 /// One call of a [`Record`].
@@ -410,7 +445,7 @@ impl Record {
 
     fn to_body(&self) -> JsonValue {
         let calls: JsonArray = self.calls.iter().map(RecordedCall::to_value).collect();
-        crate::json!({
+        let mut body = crate::json!({
             "language": self.language,
             "program": self.program,
             "bindings": self.bindings,
@@ -418,7 +453,11 @@ impl Record {
             "startedMs": self.started_ms,
             "calls": calls,
             "logs": self.logs,
-        })
+        });
+        if let Some((name, state)) = &self.session {
+            body["session"] = crate::json!({"name": name, "state": state});
+        }
+        body
     }
 
     fn from_body(body: &JsonValue) -> Result<Self, CheckpointError> {
@@ -448,6 +487,16 @@ impl Record {
             .iter()
             .map(|line| line.as_str().map(str::to_owned).ok_or_else(|| malformed("a log")))
             .collect::<Result<_, _>>()?;
+        let session = match body.get("session") {
+            None => None,
+            Some(session) => {
+                let field = |key: &str| session.get(key).and_then(JsonValue::as_str);
+                let (Some(name), Some(state)) = (field("name"), field("state")) else {
+                    return Err(malformed("a session without a string name and state"));
+                };
+                Some((name.to_owned(), state.to_owned()))
+            }
+        };
         Ok(Self {
             language: text("language")?,
             program: text("program")?,
@@ -456,6 +505,7 @@ impl Record {
             started_ms,
             calls,
             logs,
+            session,
         })
     }
 }
@@ -606,6 +656,7 @@ mod tests {
                 },
             ],
             logs: vec!["a".to_owned(), "\u{0}b".to_owned()],
+            session: Some(("analysis".to_owned(), "cd".repeat(32))),
         }
     }
 

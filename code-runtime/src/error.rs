@@ -115,6 +115,15 @@ pub enum ContractError {
         /// Why the schema is unusable.
         why: String,
     },
+    /// A session ([`CodeRunRequest::session`](crate::CodeRunRequest::session)) the request cannot
+    /// name: its name is unusable, or the runtime carries no sessions.
+    #[error("code-runtime: session {} is unusable: {why}", json::quote(.name))]
+    UnusableSession {
+        /// The session's name (at most its first 128 characters).
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// A resumed request's checkpoint or decisions were refused; nothing ran.
     #[error("code-runtime: cannot resume: {0}")]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),

@@ -89,9 +89,12 @@ mod limits;
 mod memory;
 mod program_text;
 pub mod provider;
+#[doc(hidden)]
+pub mod reactor;
 mod request;
 mod result;
 mod runtime;
+mod session;
 mod validation;
 
 pub use crate::approval::{
@@ -117,6 +120,11 @@ pub use crate::limits::{Budget, Limits, RunLimits};
 pub use crate::request::{Approvals, CodeRunRequest, Resume};
 pub use crate::result::{CodeRunFailure, CodeRunResult, FailureKind, Truncated};
 pub use crate::runtime::{CodeRuntime, WithApprovals};
+pub use crate::session::{
+    Capture, Definition, DirectorySessionStore, Dropped, DroppedName, Kept, Loaded,
+    MemorySessionStore, Restored, SessionError, SessionId, SessionReport, SessionState,
+    SessionStore, SessionSummary, SessionValue, Sessions,
+};
 /// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is
 /// the same type.
 pub use tokio_util::sync::CancellationToken;

@@ -1,5 +1,5 @@
 //! [`Limits`]: the budgets every provider enforces, with their defaults and their validation;
-//! [`RunLimits`]: a request's tightening of them; [`Budget`]: each of the seven declared once, in
+//! [`RunLimits`]: a request's tightening of them; [`Budget`]: each of the ten declared once, in
 //! one table (`budgets!`: its field, its document key, its command-line flag, what it counts and
 //! in what unit, its default, its bounds), so that everything that lists them ([`Limits`]'
 //! validation, tightening and default, [`RunLimits`], the limits file, the command's flags, the
@@ -205,6 +205,38 @@ budgets! {
         bounds: 1..=Limits::MAX_SAFE,
         requirement: SAFE,
     }
+    /// What a session may carry from one run to the next, in bytes: its values' serialized bytes,
+    /// its definitions' sources, and 64 for each name. A run whose state would pass it keeps the
+    /// session's previous state and says so; the run itself is not failed. At most a gibibyte.
+    /// Default 67 108 864 (64 MiB).
+    max_session_bytes: SessionBytes("What a session carries between runs, in bytes") {
+        key: "maxSessionBytes",
+        flag: "max-session-bytes",
+        about: "What a session may carry from one run to the next, in bytes",
+        default: 67_108_864,
+        bounds: 1..=Limits::MAX_SESSION_BYTES,
+        requirement: "must be at most 1073741824 (a gibibyte)",
+    }
+    /// How long a session may stay unused before it expires, in milliseconds; the next run in its
+    /// name starts empty and says `"restored": "expired"`. Default 3 600 000 (an hour).
+    session_idle_ms: SessionIdle("How long a session may stay unused, in milliseconds") {
+        key: "sessionIdleMs",
+        flag: "session-idle-ms",
+        about: "How long a session may stay unused before it expires, in milliseconds",
+        default: 3_600_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
+    /// How many sessions a host keeps; past it, the least recently used is evicted (its next run
+    /// says `"restored": "expired"`). Default 1 000.
+    max_sessions: Sessions("Sessions a host keeps") {
+        key: "maxSessions",
+        flag: "max-sessions",
+        about: "Sessions a host keeps; the least recently used is evicted first",
+        default: 1_000,
+        bounds: 1..=Limits::MAX_SAFE,
+        requirement: SAFE,
+    }
 }
 
 impl Limits {
@@ -224,6 +256,9 @@ impl Limits {
     /// integer a double holds exactly, so every budget reads the same in JavaScript, in Python
     /// and in JSON.
     pub const MAX_SAFE: u64 = (1 << 53) - 1;
+
+    /// The largest accepted `max_session_bytes`: a gibibyte.
+    pub const MAX_SESSION_BYTES: u64 = 1 << 30;
 
     /// The largest accepted `max_memory_mb`: a tebibyte, which in bytes (what a cell's rlimits
     /// and V8's heap limit take) still fits every integer type on the way.
@@ -320,14 +355,15 @@ const SAFE: &str = "must be at most 9007199254740991";
 impl Budget {
     /// Its field in [`Limits`] and [`RunLimits`], the Python package's keyword:
     /// `"compute_ms"`, `"max_wall_ms"`, `"max_output_bytes"`, `"max_memory_mb"`, `"max_calls"`,
-    /// `"max_calls_per_function"`, `"max_pending_calls"`.
+    /// `"max_calls_per_function"`, `"max_pending_calls"`, `"max_session_bytes"`,
+    /// `"session_idle_ms"`, `"max_sessions"`.
     pub fn name(self) -> &'static str {
         self.declaration().name
     }
 
     /// Its key in a limits file and the MCP config's `"limits"`: `"computeMs"`, `"timeoutMs"`,
     /// `"maxOutputBytes"`, `"memoryMb"`, `"maxCalls"`, `"maxCallsPerFunction"`,
-    /// `"maxPendingCalls"`.
+    /// `"maxPendingCalls"`, `"maxSessionBytes"`, `"sessionIdleMs"`, `"maxSessions"`.
     pub fn key(self) -> &'static str {
         self.declaration().key
     }

@@ -37,9 +37,13 @@ mod hint;
 mod host;
 mod journal;
 mod ledger;
-pub mod reactor;
+/// The process-wide runtime that owns every run's timers, sockets and teardown (its own module
+/// at the crate's root, so that what providers do not own, a session store, reaches it too).
+pub use crate::reactor;
 mod report;
+mod session_turn;
 mod spare;
+mod stops;
 mod switchboard;
 
 pub use crate::binding::BindingFuture;

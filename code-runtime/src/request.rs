@@ -14,6 +14,7 @@ use crate::checkpoint::{Checkpoint, CheckpointKey, Decisions, SpentCheckpoints};
 use crate::event::EventSink;
 use crate::json::JsonValue;
 use crate::limits::RunLimits;
+use crate::session::{SessionId, Sessions};
 
 /// One program to run, the bindings it may call, a token that aborts it, and limits that may
 /// tighten the provider's for this run.
@@ -60,6 +61,11 @@ pub struct CodeRunRequest {
     /// the logs as a JSON array plus the value, or the failure's message) instead of handing
     /// back more ([`CodeRunRequest::truncate`]).
     pub truncate: Option<usize>,
+    /// The session the run belongs to ([`CodeRunRequest::session`]).
+    pub session: Option<SessionId>,
+    /// Where its session is kept, when not in the runtime's own memory
+    /// ([`CodeRunRequest::sessions`]).
+    pub sessions: Option<Sessions>,
 }
 
 /// What a resumed request continues: a checkpoint, and the decisions on its pending calls.
@@ -124,6 +130,24 @@ impl CodeRunRequest {
     /// anyway) and `max_bytes` to what it wants back, as `code-runtime run --truncate` does.
     pub fn truncate(mut self, max_bytes: usize) -> Self {
         self.truncate = Some(max_bytes);
+        self
+    }
+
+    /// Runs the program in session `id`: it starts in a fresh cell as any run does, with the
+    /// definitions and values the session's previous run left restored before it, and what it
+    /// leaves carries to the next ([`CodeRunResult::session`](crate::CodeRunResult::session)
+    /// says what carried and what did not). One run at a time per session: a second waits for
+    /// its turn, within its own wall clock. Sessions are kept in the runtime's memory unless
+    /// [`sessions`](Self::sessions) names a store.
+    pub fn session(mut self, id: SessionId) -> Self {
+        self.session = Some(id);
+        self
+    }
+
+    /// Keeps the run's session in `sessions` (a [`DirectorySessionStore`](crate::DirectorySessionStore)
+    /// replicas share, say).
+    pub fn sessions(mut self, sessions: Sessions) -> Self {
+        self.sessions = Some(sessions);
         self
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::Paused;
 use crate::json::{self, JsonValue};
+use crate::session::SessionReport;
 
 /// The outcome of one run: what the program printed, and either what it returned or why it failed.
 ///
@@ -35,6 +36,7 @@ pub struct CodeRunResult {
     error: Option<CodeRunFailure>,
     paused: Option<Box<Paused>>,
     truncated: Option<Truncated>,
+    session: Option<Box<SessionReport>>,
 }
 
 /// How much a result was shrunk ([`CodeRunRequest::truncate`](crate::CodeRunRequest::truncate)):
@@ -53,17 +55,24 @@ impl CodeRunResult {
     /// A run that completed, with its logs and its value (`None` when it returned nothing).
     /// Checks nothing: the ledger has.
     pub(crate) fn completed(logs: Vec<String>, value: Option<JsonValue>) -> Self {
-        Self { logs, value, error: None, paused: None, truncated: None }
+        Self { logs, value, error: None, paused: None, truncated: None, session: None }
     }
 
     /// A run that failed.
     pub(crate) fn failed(logs: Vec<String>, error: CodeRunFailure) -> Self {
-        Self { logs, value: None, error: Some(error), paused: None, truncated: None }
+        Self { logs, value: None, error: Some(error), paused: None, truncated: None, session: None }
     }
 
     /// A run that paused for a decision.
     pub(crate) fn paused_with(logs: Vec<String>, paused: Paused) -> Self {
-        Self { logs, value: None, error: None, paused: Some(Box::new(paused)), truncated: None }
+        Self {
+            logs,
+            value: None,
+            error: None,
+            paused: Some(Box::new(paused)),
+            truncated: None,
+            session: None,
+        }
     }
 
     /// The same result with its logs, value and message replaced by shrunk ones, saying how
@@ -91,6 +100,17 @@ impl CodeRunResult {
     /// was handed back whole.
     pub fn truncated(&self) -> Option<Truncated> {
         self.truncated
+    }
+
+    /// What the run's session carried ([`CodeRunRequest::session`](crate::CodeRunRequest::session));
+    /// `None` for a run in no session.
+    pub fn session(&self) -> Option<&SessionReport> {
+        self.session.as_deref()
+    }
+
+    /// The same result, saying what its session carried.
+    pub(crate) fn set_session(&mut self, report: SessionReport) {
+        self.session = Some(Box::new(report));
     }
 
     /// What the program printed, in emission order.
@@ -168,6 +188,11 @@ impl CodeRunResult {
                 truncated.from_bytes, truncated.to_bytes
             ));
         }
+        if let Some(session) = &self.session {
+            out.push_str(",\"session\":");
+            // A report is names and numbers; serde_json cannot fail on it.
+            out.push_str(&serde_json::to_string(session).unwrap_or_else(|_| "null".to_owned()));
+        }
         if let Some(paused) = &self.paused {
             out.push_str(",\"paused\":{\"pending\":");
             json::encode_into(&pending_json(&paused.pending), &mut out);
@@ -196,6 +221,9 @@ impl Serialize for CodeRunResult {
         }
         if let Some(truncated) = &self.truncated {
             fields.serialize_field("truncated", truncated)?;
+        }
+        if let Some(session) = &self.session {
+            fields.serialize_field("session", session)?;
         }
         fields.end()
     }
@@ -385,6 +413,8 @@ struct RawResult {
     paused: Option<Paused>,
     #[serde(default)]
     truncated: Option<Truncated>,
+    #[serde(default)]
+    session: Option<SessionReport>,
 }
 
 /// Deserializes a present `value` key as `Some`, even when it holds `null` (a returned `null` is a
@@ -411,6 +441,7 @@ impl TryFrom<RawResult> for CodeRunResult {
             (None, Some(error), None) => Self::failed(raw.logs, error),
         };
         result.truncated = raw.truncated;
+        result.session = raw.session.map(Box::new);
         Ok(result)
     }
 }

@@ -207,6 +207,9 @@ pub fn validate_bindings(namespaces: &[CodeBindingNamespace]) -> Result<(), Cont
 /// The first problem found, as a [`ContractError`].
 pub fn validate_request(request: &CodeRunRequest) -> Result<(), ContractError> {
     validate_bindings(&request.bindings)?;
+    if let Some(session) = &request.session {
+        session.check()?;
+    }
     let mut taken: HashSet<&str> = request.bindings.iter().map(|ns| ns.global.as_str()).collect();
     taken.extend(
         request.bindings.iter().filter_map(|ns| ns.error_class.as_ref()).map(|c| c.name.as_str()),

@@ -140,6 +140,32 @@ fn preload_lines(out: &mut String, pandas: &JsonValue) {
     ));
 }
 
+/// The session figures (Python's), if measured.
+fn session_lines(out: &mut String, sessions: &JsonValue) {
+    let number = |value: &JsonValue| value.as_f64().unwrap_or(f64::NAN);
+    for (key, label, bar) in
+        [("small", "session, 10 vars", "<= 1 ms"), ("numpy_10mb", "session, 10 MB np", "<= 20 ms")]
+    {
+        let figures = &sessions[key];
+        if let Some(why) = figures["skipped"].as_str() {
+            out.push_str(&format!(
+                "  {label:<18} not measured: {why}
+"
+            ));
+            continue;
+        }
+        if figures["session_run_ms"].is_null() {
+            continue;
+        }
+        out.push_str(&format!(
+            "  {label:<18} p50 {:>8.2} ms  {:+.2} ms over the same run in no session {:.2} ms (bar {bar})\n",
+            number(&figures["session_run_ms"]["p50"]),
+            number(&figures["over_plain_ms"]),
+            number(&figures["plain_run_ms"]["p50"]),
+        ));
+    }
+}
+
 pub(super) fn table(report: &JsonValue) -> String {
     let mut out = String::new();
     for (language, bar_trivial, bar_rtt) in [
@@ -150,6 +176,7 @@ pub(super) fn table(report: &JsonValue) -> String {
         if let Some(figures) = report.get(language) {
             language_table(&mut out, report, language, figures, (bar_trivial, bar_rtt));
             preload_lines(&mut out, &figures["preload_pandas"]);
+            session_lines(&mut out, &figures["sessions"]);
         }
     }
     let baseline = |key: &str| {

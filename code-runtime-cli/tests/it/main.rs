@@ -9,6 +9,7 @@ mod approval;
 mod deploy;
 mod hostile;
 mod mcp;
+mod session;
 
 fn binary() -> Command {
     #[expect(clippy::disallowed_methods, reason = "the binary under test")]

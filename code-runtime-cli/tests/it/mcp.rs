@@ -46,6 +46,11 @@ fn the_python_sdk_drives_code_mode_over_streamable_http() {
 }
 
 #[test]
+fn sessions_carry_a_clients_state_and_no_other_client_sees_it() {
+    peer_script("sessions.py", &[], "all session checks passed");
+}
+
+#[test]
 fn calls_that_need_approval_ask_the_clients_user_or_pause() {
     peer_script("approvals.py", &[], "all approval checks passed");
 }

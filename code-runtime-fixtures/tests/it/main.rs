@@ -218,7 +218,7 @@ fn limits_files() {
     assert_eq!((limits.max_wall_ms, limits.max_memory_mb, limits.compute_ms), (5, 64, 60_000));
     assert_eq!(
         LimitsFile::from_json(&json!({"heapMb": 1}), "l.json").unwrap_err().to_string(),
-        "l.json: unknown limit \"heapMb\" (computeMs, timeoutMs, maxOutputBytes, memoryMb, maxCalls, maxCallsPerFunction, maxPendingCalls)"
+        "l.json: unknown limit \"heapMb\" (computeMs, timeoutMs, maxOutputBytes, memoryMb, maxCalls, maxCallsPerFunction, maxPendingCalls, maxSessionBytes, sessionIdleMs, maxSessions)"
     );
     let calls = json!({"maxCalls": 50, "maxCallsPerFunction": 5, "maxPendingCalls": 8});
     let limits = LimitsFile::from_json(&calls, "l.json").unwrap().apply(Limits::default());

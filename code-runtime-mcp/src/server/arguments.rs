@@ -10,6 +10,9 @@ pub(super) struct RunCode {
     pub(super) code: String,
     /// One of the config's languages; the first when absent.
     pub(super) language: Option<String>,
+    /// The client's session the run belongs to, if any.
+    #[serde(default)]
+    pub(super) session: Option<String>,
 }
 
 /// `resume_run`'s arguments.

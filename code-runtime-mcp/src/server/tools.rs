@@ -36,6 +36,9 @@ pub(super) fn run_code_tool(
          {{\"logs\": [...], \"value\": ...}} or {{\"logs\": [...], \"error\": {{\"kind\", \"message\"}}}}.",
         languages.join(" or ")
     );
+    description.push_str(
+        " To keep state between calls, give the same \"session\": \"NAME\": the top-level          variables, functions, classes and imports a run leaves carry over to the next run in          that session (each run still starts fresh, with them restored); the result's          \"session\" says what was kept and what was dropped and why (open files, say).",
+    );
     if let Some(bytes) = catalogue.result_bytes {
         description.push_str(&format!(
             " A result over about {} tokens comes back shrunk: its largest strings and arrays \
@@ -89,6 +92,7 @@ pub(super) fn run_code_tool(
         "properties": {
             "code": { "type": "string", "description": "The program." },
             "language": { "type": "string", "enum": languages, "description": format!("Default: {}.", languages[0]) },
+            "session": { "type": "string", "maxLength": 128, "description": "Variables and definitions carry over between runs in the same session: a name of your choosing." },
         },
         "required": ["code"],
     });

@@ -18,6 +18,7 @@ async functions, and get back only what it printed and returned.
 
 from . import _native
 from ._namespace import Approval, BindingError, Namespace
+from ._session import Dropped, Kept, Session, SessionReport
 from ._runtime import (
     ApprovalRequest,
     Approver,
@@ -61,6 +62,10 @@ __all__ = [
     "RunError",
     "RunResult",
     "Runtime",
+    "Session",
+    "SessionReport",
+    "Kept",
+    "Dropped",
     "Truncated",
     "cell_executable",
     "describe",

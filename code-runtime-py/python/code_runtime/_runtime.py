@@ -26,6 +26,7 @@ from typing import (
 
 from . import _native
 from ._namespace import Namespace, on_loop
+from ._session import Session, SessionReport, session_report
 
 ContractError = _native.ContractError
 
@@ -57,6 +58,12 @@ class Limits:
     max_calls_per_function: Optional[int] = None
     #: Calls the host runs at once (default 1 000).
     max_pending_calls: Optional[int] = None
+    #: What a session carries from one run to the next, in bytes (default 64 MiB).
+    max_session_bytes: Optional[int] = None
+    #: How long a session may stay unused before it expires, in milliseconds (default an hour).
+    session_idle_ms: Optional[int] = None
+    #: How many sessions a runtime keeps; the least recently used is evicted first (default 1 000).
+    max_sessions: Optional[int] = None
 
 
 LimitsLike = Union[Limits, Mapping[str, Optional[int]], None]
@@ -104,6 +111,8 @@ class RunResult:
     pending: List[PendingCall] = field(default_factory=list)
     #: How much the result was shrunk to fit ``truncate``; ``None`` when it came back whole.
     truncated: Optional["Truncated"] = None
+    #: What the run's session carried (``None`` for a run in no session).
+    session: Optional[SessionReport] = None
 
     @property
     def ok(self) -> bool:
@@ -225,6 +234,7 @@ class Runtime:
         cell_executable: Optional[str] = None,
         warm: bool = True,
         legacy_decorators: bool = False,
+        sessions: Optional[str] = None,
     ) -> None:
         """``isolation``: ``"process"`` (a sandbox cell per run, the default) or, for TypeScript,
         ``"thread"`` (an isolate on a thread of this process: fastest, for trusted programs).
@@ -235,7 +245,10 @@ class Runtime:
         once, in the zygote each run forks from. ``warm`` keeps a sandbox started ahead of the
         next run. ``legacy_decorators`` (TypeScript) compiles decorators as TypeScript's
         ``experimentalDecorators`` does rather than as TC39's decorators, for programs written
-        for that convention."""
+        for that convention. ``sessions`` names a directory where :meth:`session`'s state is kept,
+        as files signed with ``checkpoint_key`` (or a key of the directory's own), which other
+        runtimes and processes naming it share; by default sessions live in this runtime's
+        memory."""
         if language not in ("python", "typescript"):
             raise ContractError(f'language must be "python" or "typescript", not {language!r}')
         executable = cell_executable
@@ -251,6 +264,7 @@ class Runtime:
             warm=warm,
             checkpoint_key=checkpoint_key,
             legacy_decorators=legacy_decorators,
+            sessions=sessions,
         )
         self._closed = False
         self._runs: "weakref.WeakSet[_Run]" = weakref.WeakSet()
@@ -319,6 +333,17 @@ class Runtime:
             run.abandon_unless_polled(blocking=True)
         self._native.close_blocking()
 
+    def session(self, name: str, *, owner: str = "") -> Session:
+        """The session ``name``: runs in it start fresh, each in its own sandbox, with the
+        top-level variables, functions, classes and imports its previous run left restored.
+
+        >>> async with rt.session("analysis") as s:       # doctest: +SKIP
+        ...     await s.run("import statistics\nrows = [3, 1, 2]")
+        ...     result = await s.run("return statistics.mean(rows)")
+
+        ``owner`` keeps the sessions of different users (say) apart under the same name."""
+        return Session(self, name, owner)
+
     def describe(self, namespaces: Sequence[Namespace]) -> str:
         """What the model should read about ``namespaces`` in this runtime's language."""
         return describe(namespaces, self.language)
@@ -335,6 +360,7 @@ class Runtime:
         approver: Optional[Approver] = None,
         approval_timeout: Optional[float] = None,
         truncate: Optional[int] = None,
+        session: Optional[Tuple[str, str]] = None,
     ) -> RunResult:
         """Runs ``code`` (the body of an async function: top-level ``await`` and ``return``).
 
@@ -346,6 +372,9 @@ class Runtime:
         ``truncate`` (bytes; about 4 a token) shrinks a larger result to fit: its largest strings
         and lists cut first, same shape, marked, and :attr:`RunResult.truncated` says so (the
         ``max_output_bytes`` limit still stops a run that outgrows it).
+
+        ``session`` (``(name, owner)``; :meth:`session` is the friendlier way) runs it in that
+        session.
 
         Everything the program does is in the result; only misuse of the contract raises
         (:class:`ContractError`). Cancelling the awaiting task stops the program.
@@ -361,6 +390,7 @@ class Runtime:
             approval_timeout,
             None,
             truncate,
+            session,
         )
 
     async def resume(
@@ -375,11 +405,14 @@ class Runtime:
         on_event: Optional[EventHandler] = None,
         approver: Optional[Approver] = None,
         approval_timeout: Optional[float] = None,
+        session: Optional[Tuple[str, str]] = None,
     ) -> RunResult:
         """Continues a paused run exactly: its program runs again, its recorded calls are answered
         from the checkpoint, ``decisions`` (``{call: True | False | "reason" | Decision}``) apply
         to its pending calls, and it goes on live. Give it the same namespaces and values; the
-        checkpoint must verify under this runtime's ``checkpoint_key``."""
+        checkpoint must verify under this runtime's ``checkpoint_key``. A run that paused in a
+        session resumes in it (:meth:`Session.resume` for a session with an owner), from the state
+        it began with."""
         decided: Dict[int, Optional[str]] = {}
         for call, decision in decisions.items():
             if isinstance(decision, Decision):
@@ -405,6 +438,7 @@ class Runtime:
             approval_timeout,
             (bytes(checkpoint), decided),
             None,
+            session,
         )
 
     async def _start(
@@ -419,6 +453,7 @@ class Runtime:
         approval_timeout: Optional[float],
         resume: Optional[Tuple[bytes, Dict[int, Optional[str]]]],
         truncate: Optional[int],
+        session: Optional[Tuple[str, str]] = None,
     ) -> RunResult:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, not {type(code).__name__}")
@@ -452,6 +487,7 @@ class Runtime:
             ),
             resume=resume,
             truncate=truncate,
+            session=session,
         )
         # The run is polled on this loop: whenever its eventfd rings, once now, and by each
         # binding call that answers it.
@@ -552,7 +588,7 @@ def _settle(future: "asyncio.Future[Any]", value: Any) -> None:
 def _result(outcome: Tuple[Any, ...]) -> RunResult:
     if outcome[0] == "contract":
         raise ContractError(outcome[1])
-    _, logs, value, error, paused, truncated = outcome
+    _, logs, value, error, paused, truncated, session = outcome
     checkpoint, pending = (None, []) if paused is None else paused
     return RunResult(
         logs=logs,
@@ -561,6 +597,7 @@ def _result(outcome: Tuple[Any, ...]) -> RunResult:
         checkpoint=checkpoint,
         pending=[PendingCall(**call) for call in pending],
         truncated=None if truncated is None else Truncated(truncated[0], truncated[1]),
+        session=None if session is None else session_report(session),
     )
 
 

@@ -10,6 +10,12 @@ Each ``execute`` runs the model's program in a fresh sandbox cell. FastMCP's ext
 (``call_tool(tool_name, params)``) are bare async globals of the program, its ``inputs`` are
 read-only globals, and the program's ``return`` value is the tool's result. A program that fails
 raises FastMCP's ``ToolError`` with the failure and what it printed, so the model reads why.
+
+Within one FastMCP session (``ctx.session_id``: a client's, on a handshake-era connection), what a
+Python program leaves (its top-level variables, functions, classes and imports) carries to the
+next ``execute`` as data: the run still starts in a fresh cell, with them restored
+(``sessions=False`` turns that off). Another session never sees them. On a 2026-07-28 connection
+FastMCP gives every request a session of its own, so nothing carries there.
 """
 
 from __future__ import annotations
@@ -42,8 +48,11 @@ class SandboxProvider:
         isolation: Optional[Isolation] = None,
         limits: LimitsLike = None,
         runtime: Optional[Runtime] = None,
+        sessions: bool = True,
     ) -> None:
         self.language: Language = runtime.language if runtime is not None else language
+        # TypeScript runs carry no sessions (yet).
+        self.sessions = sessions and self.language == "python"
         self._options: Dict[str, Any] = {"isolation": isolation, "limits": limits}
         self._runtime = runtime
         self._lock = threading.Lock()
@@ -67,8 +76,20 @@ class SandboxProvider:
         for name, function in (external_functions or {}).items():
             namespace.add(function, name=name)
         runtime = self.runtime() if self._runtime is not None else await asyncio.to_thread(self.runtime)
-        result = await runtime.run(code, namespaces=[namespace], values=inputs or None)
+        client = _fastmcp_session() if self.sessions else None
+        session = None if client is None else ("execute", client)
+        result = await runtime.run(code, namespaces=[namespace], values=inputs or None, session=session)
         return _answer(result)
+
+
+def _fastmcp_session() -> Optional[str]:
+    """The id of the FastMCP session (the client) whose tool call runs now, if any."""
+    try:
+        from fastmcp.server.dependencies import get_context
+
+        return str(get_context().session_id)
+    except Exception:  # no FastMCP, or no request in progress
+        return None
 
 
 def _answer(result: RunResult) -> Any:
@@ -77,6 +98,14 @@ def _answer(result: RunResult) -> Any:
         if result.logs:
             message += "\nit printed:\n" + "\n".join(result.logs)
         raise _tool_error(message)
+    dropped = [] if result.session is None else result.session.dropped
+    if dropped:
+        # What the model thinks it kept and did not: said beside the result.
+        return {
+            "result": result.value,
+            "logs": result.logs,
+            "not_kept": [f"{entry.name}: {entry.why}" for entry in dropped],
+        }
     if not result.logs:
         return result.value
     if result.value is None:

@@ -143,3 +143,37 @@ fn a_module_that_cannot_be_preloaded_is_refused_at_construction() {
         assert!(matches!(error, PythonError::Config(_)), "{name:?}: {error}");
     }
 }
+
+#[test]
+fn a_dataframe_and_an_array_carry_to_the_next_run_of_a_session() {
+    let runtime = packages_runtime(&[], true).unwrap();
+    let id = code_runtime::SessionId::new("frames");
+    let first = run_on(
+        &runtime,
+        CodeRunRequest::new(
+            "import numpy as np\nimport pandas as pd\ndf = pd.DataFrame({'a': np.arange(5)})\n\
+             grid = np.ones((100, 100))\ndef total(d):\n    return int(d['a'].sum())\nreturn len(df)",
+        )
+        .session(id.clone()),
+    );
+    assert_eq!(first.value(), Some(&json!(5)), "{}", first.to_json());
+    let kept = &first.session().unwrap().kept;
+    let types: Vec<_> = kept.iter().map(|k| (k.name.as_str(), k.type_name.as_str())).collect();
+    assert!(
+        types.contains(&("df", "DataFrame")) && types.contains(&("grid", "ndarray")),
+        "{types:?}"
+    );
+    let second = run_on(
+        &runtime,
+        CodeRunRequest::new(
+            "df['b'] = df['a'] * 2\nreturn [total(df), list(df.columns), int(grid.sum()), type(df).__name__]",
+        )
+        .session(id),
+    );
+    assert_eq!(
+        second.value(),
+        Some(&json!([10, ["a", "b"], 10000, "DataFrame"])),
+        "{}",
+        second.to_json()
+    );
+}

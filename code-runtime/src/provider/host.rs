@@ -2,19 +2,19 @@
 //! the queue for a slot, and the loop that drives a [`Substrate`] to its [`Ending`].
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use tokio::time::{Instant, Sleep};
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
 use crate::binding::{BindingArgs, BindingError, CodeBindingNamespace};
+use crate::checkpoint::{Decisions, Record};
 use crate::error::{ConfigError, ContractError};
 use crate::isolation::Isolation;
 use crate::json::JsonValue;
@@ -25,15 +25,18 @@ use crate::provider::dispatch::Calls;
 use crate::provider::hint;
 use crate::provider::journal::{Journal, resumed};
 use crate::provider::report::RunReport;
+use crate::provider::session_turn::{Opening, open_session, session_of, settle_session};
+use crate::provider::stops::{ComputeCheck, Stops};
 use crate::provider::switchboard::{Switchboard, Turn};
 use crate::provider::{
-    Admission, BindingTable, CallId, Ending, FunctionId, HostMemory, LOG_LINE_BYTES, OutputLedger,
-    ProgramGlobals, RunGate, RunPermit, StopReason, reactor, shrink_result, unfenced,
+    Admission, BindingTable, CallId, Ending, FunctionId, Held, HostMemory, LOG_LINE_BYTES,
+    OutputLedger, ProgramGlobals, RunGate, RunPermit, StopReason, reactor, shrink_result, unfenced,
     validate_request,
 };
 use crate::request::CodeRunRequest;
 use crate::result::CodeRunResult;
 use crate::runtime::CodeRuntime;
+use crate::session::{Capture, SessionState, Sessions, Turn as SessionTurn};
 use futures::FutureExt;
 
 /// What a provider runs programs in: a V8 isolate on a thread, a child process in a cell.
@@ -170,6 +173,9 @@ pub enum Event {
         /// The name the call gave, `global.name`.
         label: String,
     },
+    /// What the run's cell carries to the session's next run ([`Start::session`]), sent before
+    /// the program's [`Event::Ended`]; the host bounds it and saves it.
+    Captured(Capture),
     /// The program settled, or the substrate ended.
     Ended(Ending),
 }
@@ -230,6 +236,10 @@ pub struct Start {
     /// host answers. Empty in any other run, and a substrate may always leave every call to the
     /// host.
     pub replay: Vec<Option<Recorded>>,
+    /// In a run in a session: the state its cell restores before the program (its definitions
+    /// replayed, then its values), and whose successor it reports as [`Event::Captured`]. Only
+    /// for a provider that [carries sessions](Provider::carries_sessions).
+    pub session: Option<Arc<SessionState>>,
 }
 
 /// What a provider supplies to its [`Host`]: the language and isolation it answers, how to start
@@ -250,6 +260,12 @@ pub trait Provider: Send + Sync + 'static {
     /// made.
     fn start(&self, start: Start) -> impl Future<Output = Result<Self::Substrate, Ending>> + Send;
 
+    /// Whether its cells restore and capture a session's state ([`Start::session`]); a run in a
+    /// session on a provider that does not is refused.
+    fn carries_sessions(&self) -> bool {
+        false
+    }
+
     /// Closes what the provider keeps between runs (a spare substrate, say), once the host has
     /// refused new runs and every run is gone: nothing of the provider outlives it.
     fn close(&self) -> impl Future<Output = ()> + Send {
@@ -265,6 +281,8 @@ pub struct Host<P> {
     provider: P,
     gate: RunGate,
     limits: Limits,
+    /// Where its runs' sessions are kept unless a request names a store.
+    sessions: Sessions,
 }
 
 /// A provider's public type: a [`CodeRuntime`] through the [`Host`] it holds, which it hands
@@ -333,7 +351,8 @@ impl<P: Provider> Host<P> {
         max_concurrent_runs: usize,
     ) -> Result<Self, ConfigError> {
         limits.validate()?;
-        Ok(Self { provider, gate: RunGate::new(max_concurrent_runs)?, limits })
+        let sessions = Sessions::in_memory();
+        Ok(Self { provider, gate: RunGate::new(max_concurrent_runs)?, limits, sessions })
     }
 
     /// The provider.
@@ -395,6 +414,37 @@ impl<P: Provider> Host<P> {
         started.unwrap_or_else(|| Err(Ending::Failed("the run did not start".to_owned())))
     }
 
+    /// The session a request runs in and where it is kept, once the provider is known to carry
+    /// sessions.
+    fn session_of(
+        &self,
+        request: &CodeRunRequest,
+        resumed: Option<&Record>,
+    ) -> Result<Option<Opening>, ContractError> {
+        let opening = session_of(request, resumed, &self.sessions)?;
+        if let (Some(id), false) = (&request.session, self.provider.carries_sessions()) {
+            let why = format!("{} runs here carry no sessions", self.provider.language());
+            return Err(ContractError::UnusableSession { name: id.name().to_owned(), why });
+        }
+        Ok(opening)
+    }
+
+    /// The stops of a run that started at `started`; `Err` for one cancelled already, or
+    /// whose wall clock cannot be kept.
+    fn stops(
+        &self,
+        signal: Option<CancellationToken>,
+        started: Instant,
+        limits: Limits,
+    ) -> Result<Stops, Ending> {
+        let signal = signal.unwrap_or_default();
+        if signal.is_cancelled() {
+            return Err(Ending::Stopped(StopReason::Cancelled));
+        }
+        let disposed = self.gate.disposed().clone();
+        Stops::new(signal, disposed, started, limits).map_err(|why| Ending::Failed(why.to_owned()))
+    }
+
     async fn traced_run(
         &self,
         request: CodeRunRequest,
@@ -407,27 +457,24 @@ impl<P: Provider> Host<P> {
         let truncate = request.truncate;
         let language = self.provider.language();
         let resumed = resumed(language, &request)?;
+        let session = self.session_of(&request, resumed.as_ref().map(|(record, _)| record))?;
         let CodeRunRequest {
             program, bindings, values, call_tool, signal, events, approvals, ..
         } = request;
-        // A resumed run runs the checkpoint's program.
-        let program = match &resumed {
-            Some((record, _)) => record.program.clone(),
-            None => unfenced(&program).unwrap_or(program),
-        };
+        let (mut turn, mut captured, mut refused) = (None, None, None);
+        let program = program_of(resumed.as_ref(), program);
         let mut report =
             RunReport::new(language.as_str(), self.provider.isolation().as_str(), events, started);
         let span = report.span().clone();
         let result = async {
             let ledger = OutputLedger::new(limits.output_bytes());
-            let signal = signal.unwrap_or_default();
-            if signal.is_cancelled() {
-                return ledger.settle(Ending::Stopped(StopReason::Cancelled));
-            }
-            let disposed = self.gate.disposed().clone();
-            let mut stops = match Stops::new(signal, disposed, started, limits) {
+            let mut stops = match self.stops(signal, started, limits) {
                 Ok(stops) => stops,
-                Err(why) => return ledger.settle(Ending::Failed(why.to_owned())),
+                Err(ending) => return ledger.settle(ending),
+            };
+            turn = match open_session(session, language, &mut stops).await {
+                Ok(turn) => turn,
+                Err(refusal) => return refusal.settle(ledger, &mut refused),
             };
             // A provider's gate is never drained: a run without a slot ends as disposal ends it.
             let slot = self.gate.slot(&mut permit).map(drop);
@@ -440,10 +487,11 @@ impl<P: Provider> Host<P> {
                 HostMemory::new(usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX));
             let key = approvals.as_ref().and_then(|approvals| approvals.key.clone());
             let run = (language, program.as_str(), bindings.as_slice(), call_tool);
-            let Ok(journal) = Journal::of_run(run, resumed, key.is_some(), &memory) else {
-                let reason = StopReason::HostMemory { max_memory_mb: limits.max_memory_mb };
-                return ledger.settle(Ending::Stopped(reason));
-            };
+            let (_restoring, journal) =
+                match accounts(&memory, turn.as_ref(), (run, resumed, key.is_some()), &limits) {
+                    Ok(accounts) => accounts,
+                    Err(ending) => return ledger.settle(ending),
+                };
             let globals = ProgramGlobals::plan(&bindings, values, call_tool);
             let setup = Start {
                 program,
@@ -454,6 +502,7 @@ impl<P: Provider> Host<P> {
                 memory: memory.clone(),
                 determinism: journal.as_ref().map(Journal::determinism),
                 replay: journal.as_ref().map(|journal| journal.replay(&table)).unwrap_or_default(),
+                session: turn.as_ref().map(|turn: &SessionTurn| turn.state().clone()),
             };
             let substrate = match self.start_within(setup, &mut stops).await {
                 Ok(substrate) => substrate,
@@ -463,15 +512,54 @@ impl<P: Provider> Host<P> {
             let calls = Calls::new(table, &limits, report.span().clone());
             let approving = Approving::new(approvals, memory.clone());
             let board = Switchboard::new(calls, approving, journal, key, &limits);
-            let output = Output { ledger, memory };
-            drive(running, board, output, stops, &mut report).await
+            let output = Output { ledger, memory, captured: None };
+            let (result, capture) = drive(running, board, output, stops, &mut report).await;
+            captured = capture;
+            result
         }
         .instrument(span)
         .await;
+        let limits = Limits { max_sessions: self.limits.max_sessions, ..limits };
+        let result = settle_session(result, (turn, refused), captured, &limits).await?;
         let result = shrunk(result, truncate).await;
         report.finish(&result);
         Ok(result)
     }
+}
+
+/// The program a run runs: a resumed run's checkpoint's, or the request's out of its fence.
+fn program_of(resumed: Option<&(Record, Decisions)>, program: String) -> String {
+    match resumed {
+        Some((record, _)) => record.program.clone(),
+        None => unfenced(&program).unwrap_or(program),
+    }
+}
+
+/// What a journal is of: the language, the program, the namespaces, whether `call_tool` is given.
+type RunOf<'a> = (Language, &'a str, &'a [CodeBindingNamespace], bool);
+
+/// The run's account of host memory charged with the session state it restores, and its
+/// journal (a run that may pause, or resumes); `Err` when the memory budget cannot hold them.
+fn accounts(
+    memory: &HostMemory,
+    turn: Option<&SessionTurn>,
+    (run, resumed, pausing): (RunOf<'_>, Option<(Record, Decisions)>, bool),
+    limits: &Limits,
+) -> Result<(Option<Held>, Option<Journal>), Ending> {
+    let over = || Ending::Stopped(StopReason::HostMemory { max_memory_mb: limits.max_memory_mb });
+    // The state, and its boot frame on its way to the cell (base64: a third larger).
+    let restoring = |turn: &SessionTurn| turn.state().bytes().saturating_mul(7) / 3;
+    let held = turn
+        .map(|turn| memory.hold(usize::try_from(restoring(turn)).unwrap_or(usize::MAX)))
+        .transpose()
+        .map_err(|_| over())?;
+    let mut journal = Journal::of_run(run, resumed, pausing, memory).map_err(|_| over())?;
+    // A checkpoint of a run in a session names the state it began from, which its resume
+    // must find again.
+    if let (Some(journal), Some(turn)) = (journal.as_mut(), turn) {
+        journal.in_session(turn.id().name(), turn.state().digest());
+    }
+    Ok((held, journal))
 }
 
 /// `result` shrunk to the request's budget, when it gave one: on one of the reactor's blocking
@@ -488,67 +576,6 @@ async fn shrunk(result: CodeRunResult, truncate: Option<usize>) -> CodeRunResult
                 .settle(Ending::Failed("shrinking the result failed".to_owned())),
         },
         Err(_) => shrink_result(result, max_bytes),
-    }
-}
-
-/// What stops a run from outside: the request's token, disposal, the wall clock. Each future is
-/// made once per run: the host loop polls them on every turn.
-struct Stops {
-    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
-    disposed: Pin<Box<WaitForCancellationFutureOwned>>,
-    wall: Pin<Box<Sleep>>,
-    limits: Limits,
-    /// Since when the wall clock stands still: calls wait for a decision.
-    held_since: Option<Instant>,
-}
-
-impl Stops {
-    /// The stops of a run that started at `started` under `limits`; `Err` when the reactor that
-    /// keeps the wall clock cannot start.
-    fn new(
-        signal: CancellationToken,
-        disposed: CancellationToken,
-        started: Instant,
-        limits: Limits,
-    ) -> Result<Self, &'static str> {
-        let deadline = started + Duration::from_millis(limits.max_wall_ms);
-        let reactor = reactor::handle()?;
-        let wall = {
-            let _context = reactor.enter();
-            Box::pin(tokio::time::sleep_until(deadline))
-        };
-        Ok(Self {
-            cancelled: Box::pin(signal.cancelled_owned()),
-            disposed: Box::pin(disposed.cancelled_owned()),
-            wall,
-            limits,
-            held_since: None,
-        })
-    }
-
-    /// Runs `work` until it completes (`None`) or a stop comes first (`Some(reason)`).
-    async fn first(&mut self, work: impl Future<Output = ()>) -> Option<StopReason> {
-        let wall_runs = self.held_since.is_none();
-        tokio::select! {
-            biased;
-            () = self.cancelled.as_mut() => Some(StopReason::Cancelled),
-            () = self.disposed.as_mut() => Some(StopReason::Disposed),
-            () = self.wall.as_mut(), if wall_runs => Some(StopReason::WallClock { max_wall_ms: self.limits.max_wall_ms }),
-            () = work => None,
-        }
-    }
-
-    /// Stops the wall clock while a call waits for a decision.
-    fn hold(&mut self) {
-        self.held_since.get_or_insert_with(Instant::now);
-    }
-
-    /// Starts the wall clock again, its deadline moved by the time it stood still.
-    fn release(&mut self) {
-        if let Some(since) = self.held_since.take() {
-            let deadline = self.wall.deadline() + since.elapsed();
-            self.wall.as_mut().reset(deadline);
-        }
     }
 }
 
@@ -583,6 +610,8 @@ impl<S: Substrate> Drop for Running<S> {
 struct Output {
     ledger: OutputLedger,
     memory: HostMemory,
+    /// What the cell carries to the session's next run, once it said.
+    captured: Option<Capture>,
 }
 
 /// The host loop: feeds the ledger, serves calls, enforces the budgets, and settles.
@@ -592,14 +621,18 @@ async fn drive<S: Substrate>(
     mut output: Output,
     mut stops: Stops,
     report: &mut RunReport,
-) -> CodeRunResult {
+) -> (CodeRunResult, Option<Capture>) {
     let limits = stops.limits;
     let finish = match running.substrate.as_mut() {
         Some(substrate) => {
             until_ending(substrate, &mut board, &mut output, &mut stops, report).await
         }
-        None => return output.ledger.settle(Ending::Failed("the substrate is gone".to_owned())),
+        None => {
+            let gone = Ending::Failed("the substrate is gone".to_owned());
+            return (output.ledger.settle(gone), None);
+        }
     };
+    let captured = output.captured.take();
     if let Some(substrate) = running.substrate.as_ref() {
         report.measured(substrate.compute_used(), board.made());
     }
@@ -619,7 +652,7 @@ async fn drive<S: Substrate>(
     // The documented rule: calls still in flight when a run ends are cancelled (dropped).
     let table = board.table();
     let Some(substrate) = running.substrate.take() else {
-        return output.ledger.settle(hint::explained(ending, &table));
+        return (output.ledger.settle(hint::explained(ending, &table)), captured);
     };
     let teardown = substrate.teardown(ending).await;
     let permit = running.permit.take();
@@ -646,7 +679,7 @@ async fn drive<S: Substrate>(
     } else {
         drop(board);
     }
-    output.ledger.settle(hint::explained(ending, &table))
+    (output.ledger.settle(hint::explained(ending, &table)), captured)
 }
 
 /// How the program's part of a run ended.
@@ -696,6 +729,7 @@ async fn until_ending<S: Substrate>(
                 Event::Stray { id, label } => board.stray(substrate, report, id, &label),
                 Event::Call { id, function, args } => board.call(substrate, report, (id, false), function, args),
                 Event::Replayed { id, function, args } => board.call(substrate, report, (id, true), function, args),
+                Event::Captured(capture) => output.capture(capture, &limits),
                 Event::Ended(ending) => return Finish::Ended(ending),
             },
         };
@@ -725,6 +759,16 @@ async fn until_ending<S: Substrate>(
 }
 
 impl Output {
+    /// Keeps what the cell captured for the session, charging it to the run's host memory.
+    fn capture(&mut self, capture: Capture, limits: &Limits) -> Turn {
+        let bytes = usize::try_from(capture.bytes()).unwrap_or(usize::MAX);
+        if self.memory.keep(bytes).is_err() {
+            return Turn::Stop(StopReason::HostMemory { max_memory_mb: limits.max_memory_mb });
+        }
+        self.captured = Some(capture);
+        Turn::Continue
+    }
+
     /// Offers a line to the ledger, charging what the host will hold for it; one it keeps is an
     /// event. `Some` when the run must stop: the line outgrew the output budget, or the host
     /// memory it would take.
@@ -739,44 +783,5 @@ impl Output {
             }
             Admission::Exceeded => Some(StopReason::OutputExceeded),
         }
-    }
-}
-
-/// The compute budget's poll: CPU time cannot grow faster than wall time times the cores, so the
-/// next look is when the rest of the budget could be spent at the earliest, not on a fixed tick.
-struct ComputeCheck {
-    budget: Duration,
-    compute_ms: u64,
-    cores: u32,
-    next: Pin<Box<Sleep>>,
-}
-
-impl ComputeCheck {
-    fn new(limits: &Limits) -> Self {
-        // Looked up once: `available_parallelism` reads the cgroup's files each time, a cost
-        // every run would pay at its start.
-        static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let cores = *CORES.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            u32::try_from(cores).unwrap_or(u32::MAX)
-        });
-        let budget = Duration::from_millis(limits.compute_ms);
-        let first = (budget / cores).max(Duration::from_millis(1));
-        let next = reactor::enter(|| Box::pin(tokio::time::sleep(first)));
-        Self { budget, compute_ms: limits.compute_ms, cores, next }
-    }
-
-    async fn due(&mut self) {
-        self.next.as_mut().await;
-    }
-
-    /// `Some` when `used` is over the budget; otherwise schedules the next look.
-    fn check(&mut self, used: Duration) -> Option<StopReason> {
-        if used >= self.budget {
-            return Some(StopReason::Compute { compute_ms: self.compute_ms });
-        }
-        let wait = ((self.budget - used) / self.cores).max(Duration::from_millis(1));
-        self.next.as_mut().reset(Instant::now() + wait);
-        None
     }
 }

@@ -109,6 +109,7 @@ impl Journal {
             started_ms: now_ms(),
             calls: Vec::new(),
             logs: Vec::new(),
+            session: None,
         };
         Ok(Self { record, by_id: HashMap::new(), next_rank: 0, replay: None, memory })
     }
@@ -121,7 +122,8 @@ impl Journal {
         memory: HostMemory,
     ) -> Result<Self, OverBudget> {
         memory.keep(checkpoint.program.len())?;
-        let Record { language, program, bindings, seed, started_ms, calls, logs: _ } = checkpoint;
+        let Record { language, program, bindings, seed, started_ms, calls, logs: _, session } =
+            checkpoint;
         let record = Record {
             language,
             program,
@@ -130,9 +132,18 @@ impl Journal {
             started_ms,
             calls: Vec::new(),
             logs: vec![],
+            session,
         };
         let replay = Replay { calls, decisions, next_rank: 0, ready: BTreeMap::new() };
         Ok(Self { record, by_id: HashMap::new(), next_rank: 0, replay: Some(replay), memory })
+    }
+
+    /// Records that the run is in session `name`, begun from the state of `digest`: a fresh run's
+    /// checkpoint says so (a resumed run's record says so already).
+    pub(crate) fn in_session(&mut self, name: &str, digest: String) {
+        if self.replay.is_none() {
+            self.record.session = Some((name.to_owned(), digest));
+        }
     }
 
     /// Where the program's randomness and clock come from.
@@ -330,6 +341,15 @@ pub(crate) fn resumed(
         resume.decisions.by_call.keys().find(|id| !pending.iter().any(|call| call.id == **id))
     {
         return Err(CheckpointError::NotPending(id));
+    }
+    // A request that names a session resumes only a run of that session; one that names none
+    // runs in the checkpoint's.
+    let recorded = record.session.as_ref().map(|(name, _)| name.as_str());
+    if let Some(named) = &request.session
+        && recorded != Some(named.name())
+    {
+        let checkpoint = recorded.unwrap_or_default().to_owned();
+        return Err(CheckpointError::OtherSession { checkpoint, request: named.name().to_owned() });
     }
     // Last, once everything else holds: a checkpoint refused for a mistake stays usable.
     let spent = request.approvals.as_ref().map(|approvals| &approvals.spent);

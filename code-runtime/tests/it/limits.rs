@@ -78,6 +78,7 @@ fn every_budget_is_bounded_where_it_is_read() {
         Budget::Wall => Limits::MAX_WALL_MS,
         Budget::Output => Limits::MAX_OUTPUT_BYTES,
         Budget::Memory => Limits::MAX_MEMORY_MB,
+        Budget::SessionBytes => Limits::MAX_SESSION_BYTES,
         _ => Limits::MAX_SAFE,
     };
     assert_eq!(Limits::MAX_SAFE, 9_007_199_254_740_991);

@@ -6,6 +6,7 @@
 mod approval;
 mod budgets;
 mod host_api;
+mod sessions;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
