@@ -102,8 +102,8 @@ impl Turn {
         &self.id
     }
 
-    /// Saves what the run's cell captured (`None`: it captured nothing, `unsaved` says why) and
-    /// says what carries. A capture over `limits.max_session_bytes` keeps the state the run began
+    /// Saves what the run's cell captured (`Err`: it captured nothing, and why) and says what
+    /// carries. A capture over `limits.max_session_bytes` keeps the state the run began
     /// with, and says so; the run itself is not failed.
     pub(crate) async fn finish(
         self,
