@@ -123,7 +123,7 @@ pub use crate::runtime::{CodeRuntime, WithApprovals};
 pub use crate::session::{
     Capture, Definition, DirectorySessionStore, Dropped, DroppedName, Kept, Loaded,
     MemorySessionStore, Restored, SessionError, SessionId, SessionReport, SessionState,
-    SessionStore, SessionSummary, SessionValue, Sessions,
+    SessionStore, SessionSummary, SessionValue, Sessions, TurnHold,
 };
 /// Re-exported because it appears in [`CodeRunRequest::signal`]; any `tokio-util` 0.7 token is
 /// the same type.

@@ -26,7 +26,7 @@ pub use directory::DirectorySessionStore;
 pub use memory::MemorySessionStore;
 pub use report::{DroppedName, Kept, Restored, SessionReport};
 pub use state::{Capture, Definition, Dropped, SessionId, SessionState, SessionValue};
-pub use store::{Loaded, SessionError, SessionStore, SessionSummary};
+pub use store::{Loaded, SessionError, SessionStore, SessionSummary, TurnHold};
 pub use turns::Sessions;
 
 pub(crate) use turns::Turn;

@@ -107,3 +107,34 @@ fn session_misuse_is_one_line() {
     );
     check_misuse(&run(&["session"]), "");
 }
+
+#[test]
+fn two_commands_at_once_take_turns_in_one_session() {
+    let scratch = Scratch::new("session-turns");
+    let dir = scratch.dir("sessions");
+    let key = scratch.key();
+    let program = scratch.write(
+        "count.py",
+        "import time\nn = globals().get('n', 0)\ntime.sleep(0.3)\nn += 1\nreturn n",
+    );
+    let start = || {
+        binary()
+            .args(["run", &program, "--session", "shared", "--session-dir", &dir])
+            .args(["--checkpoint-key", &key])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (start(), start());
+    let mut seen: Vec<i64> = [first, second]
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            json(&output)["value"].as_i64().unwrap_or(-1)
+        })
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 2], "each run saw the other's count, in turn");
+    let after = in_session(&scratch, &dir, "shared", "return n");
+    assert_eq!(json(&after)["value"], 2);
+}

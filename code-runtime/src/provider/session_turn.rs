@@ -76,7 +76,8 @@ pub(super) async fn open_session(
 ) -> Result<Option<Turn>, Refusal> {
     let Some(Opening { id, sessions, began_from }) = opening else { return Ok(None) };
     let mut begun = None;
-    let waiting = async { begun = Some(sessions.begin(id, language.as_str()).await) };
+    let within = std::time::Duration::from_millis(stops.limits.max_wall_ms);
+    let waiting = async { begun = Some(sessions.begin(id, language.as_str(), within).await) };
     if let Some(reason) = stops.first(waiting).await {
         return Err(Refusal::Ending(Ending::Stopped(reason)));
     }

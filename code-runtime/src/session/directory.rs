@@ -14,12 +14,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::state::{Definition, SessionId, SessionState, SessionValue, now_ms};
-use super::store::{Loaded, SessionError, SessionStore, SessionSummary};
+use super::store::{Loaded, SessionError, SessionStore, SessionSummary, TurnHold};
 use crate::checkpoint::CheckpointKey;
 
 /// The first line of every session file.
@@ -383,6 +384,16 @@ impl SessionStore for DirectorySessionStore {
         blocking(move || store.save_now(&id, &state, max_sessions)).await
     }
 
+    async fn take_turn(
+        &self,
+        id: &SessionId,
+        within: Duration,
+    ) -> Result<Option<TurnHold>, SessionError> {
+        let path = self.path(&id.key(), "turn");
+        let hold = blocking(move || Lock::wait_for(&path, within)).await?;
+        Ok(Some(Box::new(hold)))
+    }
+
     async fn remove(&self, id: &SessionId) -> Result<bool, SessionError> {
         let (store, id) = (self.clone(), id.clone());
         blocking(move || store.remove_now(&id)).await
@@ -421,24 +432,56 @@ struct Lock {
 }
 
 impl Lock {
-    fn take(path: &Path) -> Result<Self, SessionError> {
-        let file = OpenOptions::new()
+    fn open(path: &Path) -> Result<File, SessionError> {
+        OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
             .open(path)
-            .map_err(|error| SessionError::Store(format!("{}: {error}", path.display())))?;
+            .map_err(|error| SessionError::Store(format!("{}: {error}", path.display())))
+    }
+
+    /// `flock(operation)` on `file`, again when a signal interrupted it: `Ok(false)` when a
+    /// non-blocking one found the lock held.
+    fn flock(file: &File, operation: libc::c_int) -> Result<bool, SessionError> {
         loop {
-            // SAFETY: `flock` takes a descriptor this function owns, open for the call.
-            let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if taken == 0 {
-                return Ok(Self { _file: file });
+            // SAFETY: `flock` takes a descriptor the caller owns, open for the call.
+            if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+                return Ok(true);
             }
             let error = std::io::Error::last_os_error();
-            if error.kind() != std::io::ErrorKind::Interrupted {
-                return Err(store_error(error));
+            match error.kind() {
+                std::io::ErrorKind::Interrupted => {}
+                std::io::ErrorKind::WouldBlock => return Ok(false),
+                _ => return Err(store_error(error)),
             }
+        }
+    }
+
+    /// The lock on `path`, for a moment's work on a session's files.
+    fn take(path: &Path) -> Result<Self, SessionError> {
+        let file = Self::open(path)?;
+        Self::flock(&file, libc::LOCK_EX)?;
+        Ok(Self { _file: file })
+    }
+
+    /// The lock on `path`, held for a whole run, once another process's run lets go of it:
+    /// looked at every few milliseconds for at most `within` (a waiting run that gives up
+    /// leaves no thread blocked in the kernel behind it).
+    fn wait_for(path: &Path, within: Duration) -> Result<Self, SessionError> {
+        let file = Self::open(path)?;
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if Self::flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
+                return Ok(Self { _file: file });
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(SessionError::Store(
+                    "another process's run in the session did not finish in time".to_owned(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
@@ -446,6 +489,20 @@ impl Lock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_is_held_across_holders_until_dropped() {
+        let dir = temp();
+        let store = store(&dir);
+        let path = store.path(&SessionId::new("a").key(), "turn");
+        let held = Lock::wait_for(&path, Duration::from_secs(5)).unwrap();
+        // Another open file description (another process's, in effect) waits, then gives up.
+        let refused = Lock::wait_for(&path, Duration::from_millis(30));
+        assert!(matches!(refused, Err(SessionError::Store(_))));
+        drop(held);
+        assert!(Lock::wait_for(&path, Duration::from_millis(30)).is_ok());
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn store(dir: &Path) -> DirectorySessionStore {
         DirectorySessionStore::open(dir, CheckpointKey::new([7u8; 32]).unwrap()).unwrap()

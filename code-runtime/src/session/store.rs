@@ -1,6 +1,7 @@
 //! [`SessionStore`]: where sessions are kept between runs.
 
 use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -28,12 +29,29 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         max_sessions: u64,
     ) -> Result<(), SessionError>;
 
+    /// Takes the session's turn among the processes that share the store (replicas, the command
+    /// line run twice at once), held until what it returns is dropped, waiting at most
+    /// `within`: a run of the session in another process finishes first. A store only one
+    /// process uses needs none (the default; within a process, [`Sessions`](super::Sessions)
+    /// takes turns).
+    async fn take_turn(
+        &self,
+        id: &SessionId,
+        within: Duration,
+    ) -> Result<Option<TurnHold>, SessionError> {
+        let _ = (id, within);
+        Ok(None)
+    }
+
     /// Forgets the session; `false` when there was none.
     async fn remove(&self, id: &SessionId) -> Result<bool, SessionError>;
 
     /// The sessions it holds, most recently saved first.
     async fn list(&self) -> Result<Vec<SessionSummary>, SessionError>;
 }
+
+/// A store's hold on a session's turn ([`SessionStore::take_turn`]), released when dropped.
+pub type TurnHold = Box<dyn std::any::Any + Send + Sync>;
 
 /// What [`SessionStore::load`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,13 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 
 use super::MemorySessionStore;
 use super::report::{Kept, Restored, SessionReport};
 use super::state::{Capture, SessionId, SessionState, now_ms};
-use super::store::{Loaded, SessionError, SessionStore};
+use super::store::{Loaded, SessionError, SessionStore, TurnHold};
 use crate::limits::Limits;
 
 /// A [`SessionStore`] and the turns of its sessions: a run in a session waits until the one
@@ -64,20 +65,28 @@ impl Sessions {
         lock
     }
 
-    /// Waits for the session's turn, then loads its state. Cancel-safe: dropping the future
-    /// gives up the place in line.
+    /// Waits for the session's turn (in this process, then among those sharing the store, at
+    /// most `within`), then loads its state. Cancel-safe: dropping the future gives up the place
+    /// in line.
     ///
     /// # Errors
     ///
     /// The store failed or refused the session's state.
-    pub(crate) async fn begin(&self, id: SessionId, language: &str) -> Result<Turn, SessionError> {
+    pub(crate) async fn begin(
+        &self,
+        id: SessionId,
+        language: &str,
+        within: Duration,
+    ) -> Result<Turn, SessionError> {
         let guard = self.lock(id.key()).lock_owned().await;
+        let held = self.store.take_turn(&id, within).await?;
         let (state, restored) = match self.store.load(&id).await? {
             Loaded::Empty => (SessionState::empty(language), Restored::New),
             Loaded::Expired => (SessionState::empty(language), Restored::Expired),
             Loaded::State(state) => (state, Restored::Continued),
         };
-        Ok(Turn { sessions: self.clone(), id, _guard: guard, state: Arc::new(state), restored })
+        let state = Arc::new(state);
+        Ok(Turn { sessions: self.clone(), id, _guard: (guard, held), state, restored })
     }
 }
 
@@ -86,7 +95,8 @@ impl Sessions {
 pub(crate) struct Turn {
     sessions: Sessions,
     id: SessionId,
-    _guard: OwnedMutexGuard<()>,
+    /// The turn in this process, and among the processes sharing the store.
+    _guard: (OwnedMutexGuard<()>, Option<TurnHold>),
     state: Arc<SessionState>,
     restored: Restored,
 }
