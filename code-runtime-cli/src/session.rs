@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use code_runtime::{DirectorySessionStore, Loaded, SessionId, SessionStore, Sessions, json};
+use code_runtime::{DirectorySessionStore, SessionId, SessionStore, Sessions, json};
 
 use crate::Failure;
 use crate::approvals::{self, Access};
@@ -151,12 +151,11 @@ pub(crate) fn main(args: Args) -> Result<ExitCode, Failure> {
         Command::Show { name, dir, checkpoint_key } => {
             let store = store(dir.session_dir.as_deref(), checkpoint_key.as_deref())?;
             let id = SessionId::new(name.clone());
-            let state = match tokio.block_on(store.load(&id)).map_err(failed)? {
-                Loaded::State(state) => state,
-                Loaded::Empty => return Err(Failure::Misuse(format!("no session {name:?}"))),
-                Loaded::Expired => {
-                    return Err(Failure::Misuse(format!("session {name:?} expired")));
-                }
+            // Looking does not consume an expired session, as a run would.
+            let state = match store.peek(&id).map_err(failed)? {
+                Some(state) if !state.expired_at(now_ms()) => state,
+                Some(_) => return Err(Failure::Misuse(format!("session {name:?} expired"))),
+                None => return Err(Failure::Misuse(format!("no session {name:?}"))),
             };
             let definitions = state.definitions.iter().flat_map(|definition| {
                 definition.names.iter().map(|name| {

@@ -138,3 +138,31 @@ fn two_commands_at_once_take_turns_in_one_session() {
     let after = in_session(&scratch, &dir, "shared", "return n");
     assert_eq!(json(&after)["value"], 2);
 }
+
+#[test]
+fn showing_an_expired_session_leaves_it_for_its_next_run_to_report() {
+    let scratch = Scratch::new("session-show-expired");
+    let dir = scratch.dir("sessions");
+    let key = scratch.key();
+    let path = scratch.write("p.py", "x = 1");
+    let first = run(&[
+        "run",
+        &path,
+        "--session",
+        "s",
+        "--session-dir",
+        &dir,
+        "--checkpoint-key",
+        &key,
+        "--session-idle-ms",
+        "100",
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    std::thread::sleep(Duration::from_millis(300));
+    let shown = run(&["session", "show", "s", "--session-dir", &dir, "--checkpoint-key", &key]);
+    check_misuse(&shown, "expired");
+    let next = in_session(&scratch, &dir, "s", "return 'x' in globals()");
+    let result = json(&next);
+    assert_eq!(result["session"]["restored"], "expired", "{result}");
+    assert_eq!(result["value"], false);
+}

@@ -317,11 +317,36 @@ impl DirectorySessionStore {
         }
         files.sort();
         let excess = files.len() - max;
-        for (_, key) in files.into_iter().filter(|(_, key)| key != keep).take(excess) {
+        for (modified, key) in files.into_iter().filter(|(_, key)| key != keep).take(excess) {
             let _lock = Lock::take(&self.path(&key, "lock"))?;
+            // Saved again (or dropped) since it was listed: another writer's, not to evict.
+            let path = self.path(&key, "session");
+            if fs::metadata(&path).and_then(|m| m.modified()).ok() != modified || modified.is_none()
+            {
+                continue;
+            }
             self.bury(&key)?;
         }
         Ok(())
+    }
+
+    /// The session's state as its file holds it, without forgetting one that expired (what
+    /// `code-runtime session show` reads); `None` for none.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionStore::load`].
+    pub fn peek(&self, id: &SessionId) -> Result<Option<SessionState>, SessionError> {
+        let key = id.key();
+        let _lock = Lock::take(&self.path(&key, "lock"))?;
+        match self.read(&self.path(&key, "session"))? {
+            Some((found, state)) if found == *id => Ok(Some(state)),
+            Some(_) => Err(SessionError::Refused {
+                name: id.name().to_owned(),
+                why: "its file names another session".to_owned(),
+            }),
+            None => Ok(None),
+        }
     }
 
     fn list_now(&self) -> Result<Vec<SessionSummary>, SessionError> {
